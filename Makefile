@@ -1,0 +1,35 @@
+# The project's interface to people and CI. Everything builds with CMake into build/
+# (build-asan/ for the sanitizer build); the package check runs first, so a fresh
+# Debian machine needs nothing but this file's targets.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CTEST_FLAGS ?= --output-on-failure
+
+.PHONY: all deps build demo test asan-test bench fuzz clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@./scripts/demo.sh $(BUILD)
+
+test: build
+	@cd $(BUILD) && ctest $(CTEST_FLAGS) -j 2
+
+asan-test: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFX_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		ctest $(CTEST_FLAGS) -j 2 -LE fuzz
+
+bench: build
+	@$(BUILD)/bench/fx_bench_micro
+
+clean:
+	rm -rf build build-asan

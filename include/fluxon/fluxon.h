@@ -1,0 +1,102 @@
+/*
+ * fluxon.h - the public C API of Fluxon KV (libfluxon).
+ *
+ * An application connects to its local owner over a Unix socket, maps the
+ * owner's shared memory segment, and then puts, gets and deletes values. A get
+ * returns a holder: a read-only, zero-copy view of the value's bytes inside the
+ * shared segment. The bytes behind a holder stay valid and unchanged until the
+ * holder is released, even if the key is overwritten or deleted meanwhile.
+ *
+ * Every call is thread-safe. Calls that can fail return 0 or a negative FX_E*
+ * code; fx_strerror() names the code and fx_last_error_detail() gives the
+ * message of the last failure on the calling thread.
+ */
+#ifndef FLUXON_FLUXON_H
+#define FLUXON_FLUXON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum fx_error {
+    FX_OK = 0,
+    FX_ENOTFOUND = -1,  /* "KeyNotFound": no readable replica of the key */
+    FX_ENOSPC = -2,     /* "NoSpace": no room in the cluster's memory */
+    FX_EINVAL = -3,     /* "InvalidArgument" */
+    FX_ECONN = -4,      /* "ConnectionError": owner unreachable or connection lost */
+    FX_ETIMEDOUT = -5,  /* "Timeout" */
+    FX_ENOMEM = -6,     /* "OutOfMemory" (local allocation failed) */
+    FX_EPROTO = -7,     /* "ProtocolError": a malformed or unexpected message */
+    FX_EEXIST = -8,     /* "AlreadyExists" */
+    FX_EBUSY = -9,      /* "Busy" */
+    FX_ENOTSUP = -10,   /* "NotImplemented" */
+    FX_ESTALE = -11,    /* "Stale": the operation's version or member is gone */
+    FX_EINTERNAL = -12, /* "InternalError" */
+};
+
+enum fx_source {
+    FX_SRC_MEMORY = 1, /* the value was served from a DRAM replica */
+    FX_SRC_SSD = 2,    /* the value was refilled from the SSD tier */
+};
+
+typedef struct fx_client fx_client;
+typedef struct fx_holder fx_holder;
+
+/* Connects to the owner listening on socket_path (NULL: $FLUXON_SOCKET) and maps
+ * its segment. Returns the client, or NULL with the FX_E* code in *err (err may
+ * be NULL). The caller owns the client and frees it with fx_close(). */
+fx_client *fx_connect(const char *socket_path, int *err);
+
+/* Stores len bytes of val under key (klen bytes, binary-safe, 1..4096 bytes).
+ * Returns 0 once the value is readable by every client; an overwrite makes the
+ * old value unreachable for new gets. FX_ENOSPC when the value does not fit. */
+int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t len);
+
+/* Looks key up. On success *out is a holder owned by the caller, released with
+ * fx_holder_release(). FX_ENOTFOUND on a miss; *out is untouched on failure. */
+int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out);
+
+/* The holder's bytes (read-only, valid until release) and their length. */
+const void *fx_holder_data(const fx_holder *h);
+size_t fx_holder_len(const fx_holder *h);
+/* FX_SRC_MEMORY or FX_SRC_SSD: where the cluster found the value. */
+int fx_holder_source(const fx_holder *h);
+/* Releases the holder (NULL is a no-op). The bytes may be reused afterwards. */
+void fx_holder_release(fx_holder *h);
+
+/* Removes key. FX_ENOTFOUND if it was absent. Holders already taken stay valid. */
+int fx_delete(fx_client *c, const char *key, size_t klen);
+
+/* Per-owner figures of the cluster, as `fluxon stat` prints them. */
+typedef struct fx_owner_stat {
+    uint32_t node_id;
+    int live;
+    uint64_t memory_capacity, memory_used;
+    uint64_t ssd_capacity, ssd_used;
+    uint64_t hits_memory, hits_ssd, misses;
+    char name[64];
+} fx_owner_stat;
+
+/* Fills up to cap entries of out and sets *n to the number of owners known.
+ * Returns 0 or an FX_E* code. */
+int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n);
+
+/* Round trip to the owner without touching the master (for latency baselines). */
+int fx_ping(fx_client *c);
+
+/* Closes the connection and unmaps the segment. Holders still alive are
+ * released first; using them after fx_close() is undefined. NULL is a no-op. */
+void fx_close(fx_client *c);
+
+/* "KeyNotFound", "NoSpace", ... for an FX_E* code; "Unknown" otherwise. */
+const char *fx_strerror(int err);
+/* The detail message of the calling thread's last failed call ("" if none). */
+const char *fx_last_error_detail(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

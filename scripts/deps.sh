@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and tests need, only when one is missing.
+set -euo pipefail
+pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config libuv1-dev libprotobuf-c-dev
+      protobuf-c-compiler libyaml-dev libxxhash-dev liburing-dev libmicrohttpd-dev
+      libbsd-dev uthash-dev python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,563 @@
+/*
+ * cluster.c - `fluxon up` and `fluxon down`: a local cluster of one master and
+ * its owners, run in the background out of one directory (layout in cluster.h).
+ *
+ * up starts the master on a free port (it reports the port in master.addr),
+ * writes each owner's YAML with that address, starts the owners, and returns
+ * only once every owner answers a ping on its client socket; if anything fails
+ * on the way it stops what it started and shows the failing daemon's log.
+ * down stops the daemons named by the pid files, owners first so that none
+ * reports to a master that is already gone, and removes the runtime files.
+ */
+#include "cli/cluster.h"
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "cli/fileio.h"
+#include "cli/proc.h"
+#include "common/size.h"
+#include "fluxon/fluxon.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MASTER_ADDR_TIMEOUT_MS 10000
+#define OWNER_READY_TIMEOUT_MS 30000
+#define POLL_MS 10
+#define DOWN_TERM_MS 5000
+#define DOWN_KILL_MS 5000
+#define UP_ABORT_TERM_MS 2000
+#define LOG_TAIL_LINES 20
+#define GIB (1024ull * 1024 * 1024)
+
+/* ---- directory layout ------------------------------------------------------ */
+
+int cluster_path(char *out, size_t cap, const char *dir, const char *name)
+{
+    if ((size_t)snprintf(out, cap, "%s/%s", dir, name) >= cap)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int cluster_list(const char *dir, const char *prefix, const char *suffix, char **names,
+                 size_t max)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    size_t n = 0;
+    struct dirent *e;
+    while (n < max && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !has_suffix(e->d_name, suffix))
+            continue;
+        if (!(names[n] = strdup(e->d_name))) {
+            closedir(d);
+            cluster_names_free(names, n);
+            return -ENOMEM;
+        }
+        n++;
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], cmp_names);
+    return (int)n;
+}
+
+void cluster_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+}
+
+/* Removes DIR/PREFIX*SUFFIX (a missing file is fine). */
+static void remove_matching(const char *dir, const char *prefix, const char *suffix)
+{
+    char *names[CLUSTER_MAX_OWNERS];
+    char path[PATH_MAX];
+    int n = cluster_list(dir, prefix, suffix, names, CLUSTER_MAX_OWNERS);
+    for (int i = 0; i < n; i++)
+        if (cluster_path(path, sizeof path, dir, names[i]) == 0)
+            unlink(path);
+    if (n > 0)
+        cluster_names_free(names, (size_t)n);
+}
+
+/* The pid in DIR/NAME when it names a running Fluxon daemon, else 0. */
+static pid_t live_daemon(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+    if (cluster_path(path, sizeof path, dir, name) != 0 || proc_pidfile_read(path, &pid) != 0)
+        return 0;
+    return proc_alive(pid) && proc_is_fluxon(pid) ? pid : 0;
+}
+
+/* ---- up ------------------------------------------------------------------------ */
+
+/* What `up` has started so far, so that a failure can undo it. */
+struct up_run {
+    const char *dir;
+    pid_t master;
+    pid_t owner;
+    char master_log[PATH_MAX];
+    char owner_log[PATH_MAX];
+};
+
+static volatile sig_atomic_t up_signal;
+
+static void on_up_signal(int sig)
+{
+    up_signal = sig;
+}
+
+/* Ctrl-C during `up` stops what was started instead of leaving it half-up. */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_up_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Reports a failure of `up`, shows the end of log (when given), stops every
+ * daemon started so far and removes the files that would name them. */
+static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
+{
+    char path[PATH_MAX];
+    va_list ap;
+    fputs("fluxon up: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (log)
+        fio_print_tail(stderr, log, LOG_TAIL_LINES);
+
+    pid_t pids[2] = {run->owner, run->master};
+    if (proc_stop(pids, 2, UP_ABORT_TERM_MS, DOWN_KILL_MS) != 0)
+        fprintf(stderr, "fluxon up: could not stop every daemon; see 'fluxon down --dir %s'\n",
+                run->dir);
+    else {
+        static const char *const files[] = {"owner0.pid", "master.pid", "master.addr",
+                                            "owner0.sock"};
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+            if (cluster_path(path, sizeof path, run->dir, files[i]) == 0)
+                unlink(path);
+    }
+    return CLI_FAIL;
+}
+
+/* Checks whether a started daemon has exited; on exit fills why. */
+static bool exited(pid_t pid, char *why, size_t cap)
+{
+    int status;
+    if (pid <= 0 || proc_reap(pid, &status) != 1)
+        return false;
+    proc_describe_status(status, why, cap);
+    return true;
+}
+
+/* Validates a complete "HOST:PORT\n" in buf and strips the newline.
+ * Returns 1 when valid, 0 when not complete yet, -1 when malformed. */
+static int parse_master_addr(char *buf)
+{
+    size_t n = strlen(buf);
+    if (n == 0 || buf[n - 1] != '\n')
+        return 0;
+    buf[--n] = '\0';
+    char *colon = strrchr(buf, ':');
+    if (!colon || colon == buf || colon[1] == '\0' || strlen(colon + 1) > 5)
+        return -1;
+    for (const char *p = buf; *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            return -1;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    return (*end == '\0' && port > 0 && port <= 65535) ? 1 : -1;
+}
+
+/* Waits for the master to report where it listens. */
+static int wait_master_addr(struct up_run *run, const char *addr_path, char *addr, size_t cap)
+{
+    char why[128];
+    int64_t deadline = proc_now_ms() + MASTER_ADDR_TIMEOUT_MS;
+    for (;;) {
+        if (up_signal)
+            return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
+        if (exited(run->master, why, sizeof why)) {
+            run->master = 0;
+            return up_fail(run, run->master_log, "fluxon-master %s before it was listening", why);
+        }
+        if (fio_read_small(addr_path, addr, cap, NULL) == 0) {
+            int ok = parse_master_addr(addr);
+            if (ok > 0)
+                return CLI_OK;
+            if (ok < 0)
+                return up_fail(run, run->master_log, "%s holds '%s', not HOST:PORT", addr_path,
+                               addr);
+        }
+        if (proc_now_ms() >= deadline)
+            return up_fail(run, run->master_log, "fluxon-master did not write %s within %d s",
+                           addr_path, MASTER_ADDR_TIMEOUT_MS / 1000);
+        proc_sleep_ms(POLL_MS);
+    }
+}
+
+/* Writes s as a YAML scalar: plain when it is a simple word (as a path or
+ * HOST:PORT usually is), double-quoted and escaped otherwise. */
+static void yaml_scalar(FILE *f, const char *s)
+{
+    bool plain = *s != '\0' && s[strlen(s) - 1] != ':';
+    for (const char *p = s; *p && plain; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                (*p >= '0' && *p <= '9') || strchr("/._-:+@", *p) != NULL;
+    if (plain && strchr("-:@", *s) == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static int write_owner_yaml(const char *path, const char *master, const char *node,
+                            uint64_t memory_size, const char *socket)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return -ENOMEM;
+    fprintf(f, "cluster_name: %s\nmaster: ", CLUSTER_NAME);
+    yaml_scalar(f, master);
+    fprintf(f, "\nnode_name: ");
+    yaml_scalar(f, node);
+    fprintf(f, "\nfluxonkv_spec:\n  memory_size: %" PRIu64 "\n  client_socket: ", memory_size);
+    yaml_scalar(f, socket);
+    fputc('\n', f);
+    if (fclose(f) != 0) {
+        free(text);
+        return -ENOMEM;
+    }
+    int rc = fio_write_atomic(path, text, len, 0644);
+    free(text);
+    return rc;
+}
+
+/* The owner may pre-fault its whole segment before it listens (about 0.25 to
+ * 1 GB/s on small machines): give large segments the time that takes. */
+static int owner_ready_timeout_ms(uint64_t dram)
+{
+    uint64_t extra = dram > 4 * GIB ? (dram - 4 * GIB) / GIB * 4000 : 0;
+    if (extra > 3600000)
+        extra = 3600000;
+    return OWNER_READY_TIMEOUT_MS + (int)extra;
+}
+
+/* Waits until the owner answers a ping on its client socket. */
+static int wait_owner_ready(struct up_run *run, const char *sock, int timeout_ms)
+{
+    char why[128], last[512] = "";
+    int64_t deadline = proc_now_ms() + timeout_ms;
+    for (;;) {
+        if (up_signal)
+            return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
+        if (exited(run->owner, why, sizeof why)) {
+            run->owner = 0;
+            return up_fail(run, run->owner_log, "fluxon-owner %s before it was ready", why);
+        }
+        if (exited(run->master, why, sizeof why)) {
+            run->master = 0;
+            return up_fail(run, run->master_log, "fluxon-master %s while the owner started",
+                           why);
+        }
+        struct stat st;
+        if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            int err = 0;
+            fx_client *c = fx_connect(sock, &err);
+            if (c)
+                err = fx_ping(c);
+            if (c && err == 0) {
+                fx_close(c);
+                return CLI_OK;
+            }
+            snprintf(last, sizeof last, " (last try: %s: %s)", fx_strerror(err),
+                     fx_last_error_detail());
+            fx_close(c);
+        }
+        if (proc_now_ms() >= deadline)
+            return up_fail(run, run->owner_log, "fluxon-owner did not answer on %s within %d s%s",
+                           sock, timeout_ms / 1000, last);
+        proc_sleep_ms(POLL_MS);
+    }
+}
+
+/* Creates the cluster directory and resolves it to an absolute path. The
+ * default one sits in the shared /tmp, so it must be ours and private. */
+static int prepare_dir(const char *dir, bool is_default, char *abs, size_t cap)
+{
+    struct stat st;
+    int rc = fio_mkdir_p(dir, is_default ? 0700 : 0777);
+    if (rc != 0) {
+        fprintf(stderr, "fluxon up: cannot create %s: %s\n", dir, strerror(-rc));
+        return CLI_FAIL;
+    }
+    if (is_default && (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())) {
+        fprintf(stderr, "fluxon up: %s is not a directory owned by you; use --dir\n", dir);
+        return CLI_FAIL;
+    }
+    char resolved[PATH_MAX];
+    if (!realpath(dir, resolved)) {
+        fprintf(stderr, "fluxon up: %s: %s\n", dir, strerror(errno));
+        return CLI_FAIL;
+    }
+    if ((size_t)snprintf(abs, cap, "%s", resolved) >= cap)
+        return CLI_FAIL;
+    return CLI_OK;
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("fluxon up: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return cli_args_exit(ARGS_ERROR);
+}
+
+int cli_up(int argc, char **argv)
+{
+    const char *dir_opt = NULL, *dram_opt = NULL, *ssd_opt = NULL, *owners_opt = NULL;
+    const char *bin_dir = NULL, *pos[1];
+    size_t npos;
+    const struct args_opt opts[] = {
+        {"--dir", NULL, &dir_opt, NULL},          {"--dram", NULL, &dram_opt, NULL},
+        {"--ssd", NULL, &ssd_opt, NULL},          {"--owners", NULL, &owners_opt, NULL},
+        {"--bin-dir", NULL, &bin_dir, NULL},
+    };
+    const struct args_spec spec = {"up", opts, sizeof opts / sizeof opts[0], NULL, 0, 0};
+    int rc = args_parse(&spec, argc, argv, pos, &npos);
+    if (rc != ARGS_OK)
+        return cli_args_exit(rc);
+
+    long owners = 1;
+    if (owners_opt) {
+        char *end;
+        errno = 0;
+        owners = strtol(owners_opt, &end, 10);
+        if (errno || end == owners_opt || *end || owners < 1)
+            return usage_error("invalid --owners '%s' (expected a positive integer)",
+                               owners_opt);
+    }
+    if (owners > 1) {
+        fprintf(stderr, "fluxon up: --owners > 1 is not implemented yet\n");
+        return CLI_USAGE;
+    }
+    if (ssd_opt) {
+        fprintf(stderr, "fluxon up: --ssd is not implemented yet\n");
+        return CLI_USAGE;
+    }
+    uint64_t dram = GIB;
+    if (dram_opt && (size_parse(dram_opt, &dram) != 0 || dram == 0))
+        return usage_error("invalid --dram '%s' (expected a size such as 512MB or 2GB)",
+                           dram_opt);
+
+    char master_bin[PATH_MAX], owner_bin[PATH_MAX];
+    const char *missing = NULL;
+    if (proc_find_binary("fluxon-master", bin_dir, master_bin, sizeof master_bin) != 0)
+        missing = "fluxon-master";
+    else if (proc_find_binary("fluxon-owner", bin_dir, owner_bin, sizeof owner_bin) != 0)
+        missing = "fluxon-owner";
+    if (missing) {
+        fprintf(stderr, "fluxon up: cannot find the executable %s %s%s\n", missing,
+                bin_dir ? "in " : "beside this program or in PATH", bin_dir ? bin_dir : "");
+        return CLI_FAIL;
+    }
+
+    char default_dir[PATH_MAX], dir[PATH_MAX];
+    cli_default_dir(default_dir, sizeof default_dir);
+    if ((rc = prepare_dir(dir_opt ? dir_opt : default_dir, !dir_opt, dir, sizeof dir)) != 0)
+        return rc;
+
+    char master_pid[PATH_MAX], master_addr[PATH_MAX], owner_pid[PATH_MAX], owner_yaml[PATH_MAX];
+    char owner_sock[PATH_MAX];
+    struct up_run run = {.dir = dir};
+    if (cluster_path(master_pid, sizeof master_pid, dir, "master.pid") ||
+        cluster_path(master_addr, sizeof master_addr, dir, "master.addr") ||
+        cluster_path(run.master_log, sizeof run.master_log, dir, "master.log") ||
+        cluster_path(owner_pid, sizeof owner_pid, dir, "owner0.pid") ||
+        cluster_path(owner_yaml, sizeof owner_yaml, dir, "owner0.yaml") ||
+        cluster_path(run.owner_log, sizeof run.owner_log, dir, "owner0.log") ||
+        cluster_path(owner_sock, sizeof owner_sock, dir, "owner0.sock")) {
+        fprintf(stderr, "fluxon up: %s: path too long\n", dir);
+        return CLI_FAIL;
+    }
+    if (strlen(owner_sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        fprintf(stderr, "fluxon up: socket path %s is longer than %zu bytes; use a shorter --dir\n",
+                owner_sock, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+        return CLI_FAIL;
+    }
+
+    pid_t running = live_daemon(dir, "master.pid");
+    if (!running)
+        running = live_daemon(dir, "owner0.pid");
+    if (running) {
+        fprintf(stderr,
+                "fluxon up: a cluster is already running in %s (pid %d); "
+                "stop it with 'fluxon down --dir %s'\n",
+                dir, (int)running, dir);
+        return CLI_FAIL;
+    }
+    /* Leftovers of a cluster that died: a stale master.addr would be read as
+     * the new master's address. */
+    unlink(master_addr);
+    unlink(owner_sock);
+    unlink(master_pid);
+    unlink(owner_pid);
+
+    catch_signals();
+
+    char *master_argv[] = {master_bin,  "--listen",       "127.0.0.1:0", "--port-file",
+                           master_addr, "--cluster-name", CLUSTER_NAME,  NULL};
+    if ((rc = proc_spawn(master_argv, run.master_log, &run.master)) != 0)
+        return up_fail(&run, NULL, "cannot start %s: %s", master_bin, strerror(-rc));
+    if ((rc = proc_pidfile_write(master_pid, run.master)) != 0)
+        return up_fail(&run, NULL, "cannot write %s: %s", master_pid, strerror(-rc));
+
+    char addr[256];
+    if ((rc = wait_master_addr(&run, master_addr, addr, sizeof addr)) != 0)
+        return rc;
+
+    if ((rc = write_owner_yaml(owner_yaml, addr, "owner0", dram, owner_sock)) != 0)
+        return up_fail(&run, NULL, "cannot write %s: %s", owner_yaml, strerror(-rc));
+    char *owner_argv[] = {owner_bin, "--config", owner_yaml, NULL};
+    if ((rc = proc_spawn(owner_argv, run.owner_log, &run.owner)) != 0)
+        return up_fail(&run, NULL, "cannot start %s: %s", owner_bin, strerror(-rc));
+    if ((rc = proc_pidfile_write(owner_pid, run.owner)) != 0)
+        return up_fail(&run, NULL, "cannot write %s: %s", owner_pid, strerror(-rc));
+
+    if ((rc = wait_owner_ready(&run, owner_sock, owner_ready_timeout_ms(dram))) != 0)
+        return rc;
+
+    printf("%s\n", owner_sock);
+    if (fflush(stdout) != 0)
+        return CLI_FAIL;
+    return CLI_OK;
+}
+
+/* ---- down ---------------------------------------------------------------------- */
+
+/* Stops the daemons named by the pid files DIR/names[0..n) and removes those
+ * files. A pid file whose process is gone, or was reused by another program,
+ * is stale: it is removed and nothing is signalled. Returns 0, or -1 after
+ * reporting a daemon that would not stop (its pid file stays). */
+static int stop_group(const char *dir, char **names, size_t n)
+{
+    pid_t pids[CLUSTER_MAX_OWNERS] = {0};
+    char path[PATH_MAX];
+    int failed = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        pid_t pid = 0;
+        pids[i] = 0;
+        if (cluster_path(path, sizeof path, dir, names[i]) == 0 &&
+            proc_pidfile_read(path, &pid) == 0 && proc_alive(pid) && proc_is_fluxon(pid))
+            pids[i] = pid;
+    }
+    int rc = proc_stop(pids, n, DOWN_TERM_MS, DOWN_KILL_MS);
+    for (size_t i = 0; i < n; i++) {
+        if (cluster_path(path, sizeof path, dir, names[i]) != 0)
+            continue;
+        if (rc != 0 && pids[i] > 0 && proc_alive(pids[i])) {
+            fprintf(stderr, "fluxon down: pid %d (%s) did not exit: %s\n", (int)pids[i], path,
+                    strerror(-rc));
+            failed = 1;
+            continue;
+        }
+        unlink(path);
+    }
+    return failed ? -1 : 0;
+}
+
+int cli_down(int argc, char **argv)
+{
+    const char *dir_opt = NULL, *pos[1];
+    size_t npos;
+    const struct args_opt opts[] = {{"--dir", NULL, &dir_opt, NULL}};
+    const struct args_spec spec = {"down", opts, 1, NULL, 0, 0};
+    int rc = args_parse(&spec, argc, argv, pos, &npos);
+    if (rc != ARGS_OK)
+        return cli_args_exit(rc);
+
+    char default_dir[PATH_MAX], dir[PATH_MAX], path[PATH_MAX];
+    cli_default_dir(default_dir, sizeof default_dir);
+    const char *given = dir_opt ? dir_opt : default_dir;
+    if (!realpath(given, dir))
+        snprintf(dir, sizeof dir, "%s", given);
+
+    char *owners[CLUSTER_MAX_OWNERS];
+    int n = cluster_list(dir, "owner", ".pid", owners, CLUSTER_MAX_OWNERS);
+    if (n < 0)
+        n = 0;
+    char master_name[] = "master.pid";
+    char *master[1] = {master_name};
+    bool has_master = cluster_path(path, sizeof path, dir, master[0]) == 0 &&
+                      access(path, F_OK) == 0;
+    if (n == 0 && !has_master) {
+        fprintf(stderr, "fluxon down: no cluster in %s\n", dir);
+        return CLI_FAIL;
+    }
+
+    /* Owners first: each deregisters from a master that is still there. */
+    int failed = stop_group(dir, owners, (size_t)n) != 0;
+    cluster_names_free(owners, (size_t)n);
+    if (has_master && stop_group(dir, master, 1) != 0)
+        failed = 1;
+    if (failed)
+        return CLI_FAIL; /* keep the sockets and configs of what still runs */
+
+    remove_matching(dir, "owner", ".sock");
+    remove_matching(dir, "owner", ".yaml");
+    remove_matching(dir, "owner", ".tmp");
+    remove_matching(dir, "master", ".tmp");
+    if (cluster_path(path, sizeof path, dir, "master.addr") == 0)
+        unlink(path);
+    return CLI_OK;
+}

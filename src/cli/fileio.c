@@ -1,0 +1,205 @@
+/*
+ * fileio.c - the file chores of the `fluxon` command (see fileio.h).
+ *
+ * Values given to `put` may be large, so fio_read_all sizes its buffer from
+ * fstat when the input is a regular file and doubles it otherwise (pipes).
+ */
+#include "cli/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define READ_CHUNK_MIN (64u * 1024u)
+
+int fio_read_all(int fd, void **buf, size_t *len)
+{
+    struct stat st;
+    size_t cap = READ_CHUNK_MIN;
+    /* One byte more than the file size so that EOF is seen without a realloc. */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size < SIZE_MAX - 1)
+        cap = (size_t)st.st_size + 1;
+
+    char *data = malloc(cap);
+    if (!data)
+        return -ENOMEM;
+    size_t used = 0;
+    for (;;) {
+        if (used == cap) {
+            if (cap > SIZE_MAX / 2) {
+                free(data);
+                return -EFBIG;
+            }
+            char *bigger = realloc(data, cap * 2);
+            if (!bigger) {
+                free(data);
+                return -ENOMEM;
+            }
+            data = bigger;
+            cap *= 2;
+        }
+        size_t want = cap - used;
+        if (want > (size_t)SSIZE_MAX)
+            want = (size_t)SSIZE_MAX;
+        ssize_t n = read(fd, data + used, want);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(data);
+            return -e;
+        }
+        if (n == 0)
+            break;
+        used += (size_t)n;
+    }
+    *buf = data;
+    *len = used;
+    return 0;
+}
+
+int fio_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        size_t want = len > (size_t)SSIZE_MAX ? (size_t)SSIZE_MAX : len;
+        ssize_t n = write(fd, p, want);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int fio_write_atomic(const char *path, const void *buf, size_t len, mode_t mode)
+{
+    char tmp[PATH_MAX];
+    int rc;
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+        return -ENAMETOOLONG;
+
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    rc = fio_write_all(fd, buf, len);
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc != 0)
+        unlink(tmp);
+    return rc;
+}
+
+int fio_read_small(const char *path, char *buf, size_t cap, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t used = 0;
+    int rc = 0;
+    while (used + 1 < cap) {
+        ssize_t n = read(fd, buf + used, cap - 1 - used);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = -errno;
+            break;
+        }
+        if (n == 0)
+            break;
+        used += (size_t)n;
+    }
+    close(fd);
+    if (rc != 0)
+        return rc;
+    buf[used] = '\0';
+    if (len)
+        *len = used;
+    return 0;
+}
+
+/* mkdir that accepts an existing directory (and only a directory). */
+static int mkdir_one(const char *path, mode_t mode)
+{
+    if (mkdir(path, mode) == 0)
+        return 0;
+    int e = errno;
+    struct stat st;
+    if (e == EEXIST) {
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            return 0;
+        return -ENOTDIR;
+    }
+    return -e;
+}
+
+int fio_mkdir_p(const char *path, mode_t leaf_mode)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0)
+        return -EINVAL;
+    if (n >= sizeof buf)
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = '\0';
+
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = mkdir_one(buf, 0777);
+        *p = '/';
+        if (rc != 0)
+            return rc;
+    }
+    return mkdir_one(buf, leaf_mode);
+}
+
+void fio_print_tail(FILE *out, const char *path, int lines)
+{
+    enum { TAIL_BYTES = 16 * 1024 };
+    char buf[TAIL_BYTES + 1];
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(out, "(cannot read %s: %s)\n", path, strerror(errno));
+        return;
+    }
+    off_t size = lseek(fd, 0, SEEK_END);
+    off_t from = size > TAIL_BYTES ? size - TAIL_BYTES : 0;
+    ssize_t n = size > 0 ? pread(fd, buf, (size_t)(size - from), from) : 0;
+    close(fd);
+    if (n <= 0) {
+        fprintf(out, "(%s is empty)\n", path);
+        return;
+    }
+    buf[n] = '\0';
+
+    /* Walk back over `lines` newlines, not counting the one that ends the file. */
+    char *start = buf;
+    ssize_t i = n - 1;
+    if (buf[i] == '\n')
+        i--;
+    for (int seen = 0; i >= 0; i--) {
+        if (buf[i] == '\n' && ++seen == lines) {
+            start = buf + i + 1;
+            break;
+        }
+    }
+    fprintf(out, "--- last lines of %s ---\n%s", path, start);
+    if (buf[n - 1] != '\n')
+        fputc('\n', out);
+}

@@ -1,0 +1,252 @@
+/*
+ * kv.c - `fluxon put`, `get`, `del` and `stat`: one libfluxon call each,
+ * against the owner whose client socket is --socket, else $FLUXON_SOCKET,
+ * else /tmp/fluxon-$UID/owner0.sock (where `fluxon up` puts it by default).
+ *
+ * A miss is an answer, not a failure of the tool: it prints exactly
+ * "KeyNotFound" on stderr and exits 1, so scripts can tell it apart from the
+ * "fluxon CMD: Error: detail" lines of every other failure.
+ */
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "cli/fileio.h"
+#include "fluxon/fluxon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STAT_INITIAL_CAP 64
+
+static const char *const key_names[] = {"KEY", "FILE"};
+
+/* Resolves the owner socket: the flag, then the environment, then the
+ * default directory of `fluxon up`. */
+static const char *socket_path(const char *flag, char *buf, size_t cap)
+{
+    if (flag)
+        return flag;
+    const char *env = getenv("FLUXON_SOCKET");
+    if (env && *env)
+        return env;
+    cli_default_dir(buf, cap);
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "/owner0.sock");
+    return buf;
+}
+
+/* Reports a libfluxon error as "fluxon CMD: Name: detail". */
+static int fx_fail(const char *cmd, int err)
+{
+    const char *detail = fx_last_error_detail();
+    if (detail && *detail)
+        fprintf(stderr, "fluxon %s: %s: %s\n", cmd, fx_strerror(err), detail);
+    else
+        fprintf(stderr, "fluxon %s: %s\n", cmd, fx_strerror(err));
+    return CLI_FAIL;
+}
+
+static int key_not_found(void)
+{
+    fputs("KeyNotFound\n", stderr);
+    return CLI_FAIL;
+}
+
+static fx_client *connect_owner(const char *cmd, const char *flag)
+{
+    char buf[PATH_MAX];
+    int err = FX_ECONN;
+    fx_client *c = fx_connect(socket_path(flag, buf, sizeof buf), &err);
+    if (!c)
+        fx_fail(cmd, err);
+    return c;
+}
+
+int cli_put(int argc, char **argv)
+{
+    const char *sock = NULL, *pos[2];
+    size_t npos;
+    const struct args_opt opts[] = {{"--socket", NULL, &sock, NULL}};
+    const struct args_spec spec = {"put", opts, 1, key_names, 1, 2};
+    int rc = args_parse(&spec, argc, argv, pos, &npos);
+    if (rc != ARGS_OK)
+        return cli_args_exit(rc);
+
+    const char *key = pos[0];
+    const char *file = npos > 1 ? pos[1] : "-";
+    int fd = STDIN_FILENO;
+    /* Open before connecting: a wrong file name is reported without a cluster. */
+    if (strcmp(file, "-") != 0 && (fd = open(file, O_RDONLY | O_CLOEXEC)) < 0) {
+        fprintf(stderr, "fluxon put: %s: %s\n", file, strerror(errno));
+        return CLI_FAIL;
+    }
+
+    int ret = CLI_FAIL;
+    void *val = NULL;
+    size_t len = 0;
+    fx_client *c = connect_owner("put", sock);
+    if (!c)
+        goto out;
+    if ((rc = fio_read_all(fd, &val, &len)) != 0) {
+        fprintf(stderr, "fluxon put: %s: %s\n", fd == STDIN_FILENO ? "stdin" : file,
+                strerror(-rc));
+        goto out;
+    }
+    if ((rc = fx_put(c, key, strlen(key), val, len)) != 0) {
+        fx_fail("put", rc);
+        goto out;
+    }
+    ret = CLI_OK;
+out:
+    free(val);
+    fx_close(c);
+    if (fd != STDIN_FILENO)
+        close(fd);
+    return ret;
+}
+
+/* Writes the value to stdout, or to path ("-" is stdout too). */
+static int write_value(const char *path, const void *data, size_t len)
+{
+    bool to_stdout = !path || strcmp(path, "-") == 0;
+    int fd = to_stdout ? STDOUT_FILENO
+                       : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "fluxon get: %s: %s\n", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    int rc = fio_write_all(fd, data, len);
+    if (!to_stdout && close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc != 0) {
+        fprintf(stderr, "fluxon get: %s: %s\n", to_stdout ? "stdout" : path, strerror(-rc));
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+int cli_get(int argc, char **argv)
+{
+    const char *sock = NULL, *out_path = NULL, *pos[1];
+    int verbose = 0;
+    size_t npos;
+    const struct args_opt opts[] = {
+        {"--socket", NULL, &sock, NULL},
+        {"-o", "--output", &out_path, NULL},
+        {"-v", "--verbose", NULL, &verbose},
+    };
+    const struct args_spec spec = {"get", opts, 3, key_names, 1, 1};
+    int rc = args_parse(&spec, argc, argv, pos, &npos);
+    if (rc != ARGS_OK)
+        return cli_args_exit(rc);
+
+    const char *key = pos[0];
+    fx_holder *h = NULL;
+    int ret = CLI_FAIL;
+    fx_client *c = connect_owner("get", sock);
+    if (!c)
+        return CLI_FAIL;
+    rc = fx_get(c, key, strlen(key), &h);
+    if (rc == FX_ENOTFOUND) {
+        ret = key_not_found();
+        goto out;
+    }
+    if (rc != 0) {
+        fx_fail("get", rc);
+        goto out;
+    }
+    /* The holder is a view into the owner's shared segment: write it straight out. */
+    ret = write_value(out_path, fx_holder_data(h), fx_holder_len(h));
+    if (ret == CLI_OK && verbose) {
+        int src = fx_holder_source(h);
+        if (src == FX_SRC_MEMORY)
+            fputs("source=memory\n", stderr);
+        else if (src == FX_SRC_SSD)
+            fputs("source=ssd\n", stderr);
+        else
+            fprintf(stderr, "source=unknown(%d)\n", src);
+    }
+out:
+    fx_holder_release(h);
+    fx_close(c);
+    return ret;
+}
+
+int cli_del(int argc, char **argv)
+{
+    const char *sock = NULL, *pos[1];
+    size_t npos;
+    const struct args_opt opts[] = {{"--socket", NULL, &sock, NULL}};
+    const struct args_spec spec = {"del", opts, 1, key_names, 1, 1};
+    int rc = args_parse(&spec, argc, argv, pos, &npos);
+    if (rc != ARGS_OK)
+        return cli_args_exit(rc);
+
+    fx_client *c = connect_owner("del", sock);
+    if (!c)
+        return CLI_FAIL;
+    rc = fx_delete(c, pos[0], strlen(pos[0]));
+    int ret = rc == 0 ? CLI_OK : rc == FX_ENOTFOUND ? key_not_found() : fx_fail("del", rc);
+    fx_close(c);
+    return ret;
+}
+
+int cli_stat(int argc, char **argv)
+{
+    const char *sock = NULL, *pos[1];
+    size_t npos;
+    const struct args_opt opts[] = {{"--socket", NULL, &sock, NULL}};
+    const struct args_spec spec = {"stat", opts, 1, NULL, 0, 0};
+    int rc = args_parse(&spec, argc, argv, pos, &npos);
+    if (rc != ARGS_OK)
+        return cli_args_exit(rc);
+
+    fx_client *c = connect_owner("stat", sock);
+    if (!c)
+        return CLI_FAIL;
+    int ret = CLI_FAIL;
+    size_t cap = STAT_INITIAL_CAP, n = 0;
+    fx_owner_stat *st = NULL;
+    /* Owners may join between two calls: grow until the answer fits. */
+    for (int tries = 0; tries < 4; tries++) {
+        fx_owner_stat *bigger = realloc(st, cap * sizeof *st);
+        if (!bigger) {
+            fprintf(stderr, "fluxon stat: %s\n", strerror(ENOMEM));
+            goto out;
+        }
+        st = bigger;
+        if ((rc = fx_stat(c, st, cap, &n)) != 0) {
+            fx_fail("stat", rc);
+            goto out;
+        }
+        if (n <= cap)
+            break;
+        cap = n;
+    }
+    if (n > cap)
+        n = cap;
+    for (size_t i = 0; i < n; i++) {
+        const fx_owner_stat *o = &st[i];
+        int name_len = (int)strnlen(o->name, sizeof o->name);
+        printf("%.*s node=%" PRIu32 " live=%d memory_capacity=%" PRIu64 " memory_used=%" PRIu64
+               " ssd_capacity=%" PRIu64 " ssd_used=%" PRIu64 " hits_memory=%" PRIu64
+               " hits_ssd=%" PRIu64 " misses=%" PRIu64 "\n",
+               name_len ? name_len : 1, name_len ? o->name : "-", o->node_id, o->live ? 1 : 0,
+               o->memory_capacity, o->memory_used, o->ssd_capacity, o->ssd_used,
+               o->hits_memory, o->hits_ssd, o->misses);
+    }
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "fluxon stat: stdout: %s\n", strerror(errno));
+        goto out;
+    }
+    ret = CLI_OK;
+out:
+    free(st);
+    fx_close(c);
+    return ret;
+}

@@ -1,0 +1,94 @@
+/*
+ * client.h - libfluxon's internals: the client object, its pooled blocking
+ * connections to the owner, the session thread, and the holder weak index.
+ *
+ * A client has one session connection (opened first; it receives the segment
+ * fd and the owner's ExternalInvalidateWeakIndex pushes, read by the session
+ * thread) and a pool of request connections, each used by one thread at a time
+ * for a synchronous request/response. Threads never share a connection, so
+ * there is no response matching beyond checking the req_id.
+ */
+#ifndef FX_CLIENT_CLIENT_H
+#define FX_CLIENT_CLIENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/hashtable.h"
+#include "fluxon/fluxon.h"
+#include "net/msg.h"
+
+typedef struct xconn {
+    int fd;
+    uint64_t next_req_id;
+    struct xconn *next;
+} xconn;
+
+struct fx_holder {
+    int refs; /* guarded by the client's index_lock */
+    bool indexed;
+    fx_client *c;
+    const uint8_t *data;
+    size_t len;
+    int source;
+    uint64_t holder_id;
+    char *key;
+    size_t klen;
+    UT_hash_handle hh;                /* weak index, by key */
+    struct fx_holder *prev, *next;    /* every live holder, for fx_close */
+};
+
+struct fx_client {
+    char path[108];
+    uint64_t client_id;
+    uint8_t *base; /* the owner's segment, mapped */
+    uint64_t seg_size;
+    int timeout_ms;
+    int session_fd;
+    pthread_t session_thread;
+    atomic_bool dead; /* the owner closed the session */
+
+    pthread_mutex_t pool_lock; /* guards idle, n_idle */
+    xconn *idle;
+    int n_idle;
+
+    pthread_mutex_t index_lock; /* guards weak, live, and every holder's refs/indexed */
+    fx_holder *weak;
+    fx_holder *live;
+    atomic_uint_fast64_t inval_epoch;
+};
+
+/* errors.c: the calling thread's detail message. Returns err. */
+int client_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void client_clear_error(void);
+
+/* conn.c */
+xconn *client_conn_get(fx_client *c, int *err);
+/* Returns the connection to the pool, or closes it when broken is true. */
+void client_conn_put(fx_client *c, xconn *x, bool broken);
+void client_conn_close(xconn *x);
+/* One request/response on x. On success *resp is a decoded response the
+ * caller frees with msg_free; its status may still be an error. Returns 0 or
+ * an FX_E* code (x is then broken). */
+int client_call(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *req,
+                ProtobufCMessage **resp);
+/* Sends a one-way request. */
+int client_notify(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *req);
+/* Reads one whole frame from fd into a malloc'd body. */
+int client_read_frame(int fd, frame_hdr *h, uint8_t **body, int timeout_ms);
+/* Connects a Unix socket and sends ExternalHello; for the session connection
+ * (client_id 0) also receives the segment fd. */
+int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHelloResp **hello,
+                int *seg_fd);
+
+/* holder.c */
+fx_holder *holder_index_get(fx_client *c, const char *key, size_t klen);
+fx_holder *holder_new(fx_client *c, const char *key, size_t klen, const Fx__ExternalGetResp *r);
+/* Puts h in the weak index if no invalidation happened since epoch. */
+void holder_index_offer(fx_client *c, fx_holder *h, uint64_t epoch);
+void holder_index_invalidate(fx_client *c, const void *key, size_t klen);
+void holder_free_all(fx_client *c);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * config.h - the YAML configuration of fluxon-owner and fluxon-master (libyaml).
+ *
+ * Owner file, same keys as the spec:
+ *
+ *   cluster_name: demo
+ *   master: 127.0.0.1:7700
+ *   node_name: owner0                       # optional, default "owner-<pid>"
+ *   log_level: warn                         # optional: error|warn|info|debug
+ *   fluxonkv_spec:
+ *     memory_size: 2GB                      # required, > 0
+ *     client_socket: ./var/owner0.sock      # required
+ *     prefault: true                        # optional, touch the segment at start
+ *     large_file_paths: [/data/fx0, /data/fx1]
+ *     large_limit_size: ["4GB", "8GB"]      # absent or null: no SSD tier
+ *
+ * Master file:
+ *
+ *   cluster_name: demo
+ *   listen: 127.0.0.1:7700
+ *   http: 127.0.0.1:7701                    # optional
+ *   inflight_ttl: 60s                       # optional, in-flight put/get TTL
+ *   heartbeat_timeout: 5s                   # optional
+ *   log_level: warn
+ *
+ * Every key can also be set by flag (owner_config_set with the dotted key, for
+ * example "fluxonkv_spec.memory_size", or the last component alone). Every
+ * violation is reported as "<key>: <what is wrong>" in err; callers exit 2.
+ */
+#ifndef FX_COMMON_CONFIG_H
+#define FX_COMMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FX_SSD_MIN_LIMIT 512u
+
+typedef struct owner_config {
+    char *cluster_name;     /* default "fluxon" */
+    char *master;           /* "host:port", required */
+    char *node_name;        /* default NULL: the owner picks "owner-<pid>" */
+    int log_level;          /* -1: not set */
+    uint64_t memory_size;   /* required, > 0 */
+    char *client_socket;    /* required */
+    bool prefault;          /* default true */
+    char **large_file_paths;
+    size_t n_large_file_paths;
+    uint64_t *large_limit_size; /* NULL when absent or null: no SSD tier */
+    size_t n_large_limit_size;
+} owner_config;
+
+typedef struct master_config {
+    char *cluster_name;          /* default "fluxon" */
+    char *listen;                /* default "127.0.0.1:7700" */
+    char *http;                  /* default NULL: no HTTP endpoint */
+    uint64_t inflight_ttl_ms;    /* default 60000, > 0 */
+    uint64_t heartbeat_timeout_ms; /* default 5000, > 0 */
+    int log_level;               /* -1: not set */
+} master_config;
+
+/* Fills defaults. */
+void owner_config_init(owner_config *c);
+void master_config_init(master_config *c);
+
+/* Reads a YAML file over the current values. Returns 0, or -1 with a message
+ * naming the key (or the file and line for a YAML syntax error) in err. Unknown
+ * keys are errors. */
+int owner_config_load(owner_config *c, const char *path, char *err, size_t errlen);
+int master_config_load(master_config *c, const char *path, char *err, size_t errlen);
+
+/* Sets one key from a string, as a flag would ("fluxonkv_spec.memory_size" or
+ * "memory_size"; lists as comma-separated values, "null" clears
+ * large_limit_size). Returns 0 or -1 with a message naming the key. */
+int owner_config_set(owner_config *c, const char *key, const char *value, char *err,
+                     size_t errlen);
+int master_config_set(master_config *c, const char *key, const char *value, char *err,
+                      size_t errlen);
+
+/* Checks the rules that span keys (required keys present, memory_size > 0,
+ * large_limit_size the same length as large_file_paths, each limit >= 512,
+ * "host:port" forms). Returns 0 or -1 with a message naming the key. */
+int owner_config_validate(const owner_config *c, char *err, size_t errlen);
+int master_config_validate(const master_config *c, char *err, size_t errlen);
+
+/* Frees what the config owns (NULL-safe); the struct itself is the caller's. */
+void owner_config_free(owner_config *c);
+void master_config_free(master_config *c);
+
+/* Splits "host:port" (port 0..65535). Returns 0 or -1. host gets a copy. */
+int config_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
+
+#endif

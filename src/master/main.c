@@ -1,0 +1,122 @@
+/*
+ * main.c - fluxon-master: flags and config, then the event loop until SIGTERM.
+ *
+ *   fluxon-master --listen HOST:PORT [--http HOST:PORT] [--config FILE]
+ *                 [--port-file FILE] [--cluster-name NAME] [--inflight-ttl DUR]
+ *                 [--heartbeat-timeout DUR] [--log-level LEVEL]
+ *
+ * Flags override the config file. A bad value is a startup error naming the
+ * key, exit code 2. --port-file receives "HOST:PORT" once listening (useful
+ * with port 0).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "master/master.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: fluxon-master --listen HOST:PORT [--http HOST:PORT] [--config FILE]\n"
+               "                     [--port-file FILE] [--cluster-name NAME]\n"
+               "                     [--inflight-ttl DURATION] [--heartbeat-timeout DURATION]\n"
+               "                     [--log-level error|warn|info|debug]\n");
+}
+
+static uv_signal_t sig_term, sig_int;
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    master *m = s->data;
+    FX_LOG(INFO, "signal %d: shutting down", signum);
+    master_stop(m);
+    uv_close((uv_handle_t *)&sig_term, NULL);
+    uv_close((uv_handle_t *)&sig_int, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"listen", required_argument, 0, 'l'},
+        {"http", required_argument, 0, 'h'},
+        {"config", required_argument, 0, 'c'},
+        {"port-file", required_argument, 0, 'p'},
+        {"cluster-name", required_argument, 0, 'n'},
+        {"inflight-ttl", required_argument, 0, 't'},
+        {"heartbeat-timeout", required_argument, 0, 'b'},
+        {"log-level", required_argument, 0, 'v'},
+        {"help", no_argument, 0, '?'},
+        {0, 0, 0, 0},
+    };
+    static const char *keys[128] = {
+        ['l'] = "listen", ['h'] = "http", ['n'] = "cluster_name",
+        ['t'] = "inflight_ttl", ['b'] = "heartbeat_timeout", ['v'] = "log_level",
+    };
+    fx_log_init("master");
+    signal(SIGPIPE, SIG_IGN);
+    master m;
+    memset(&m, 0, sizeof m);
+    master_config_init(&m.cfg);
+    char err[512];
+    const char *config = NULL, *port_file = NULL;
+    /* First pass: the config file, so that flags override it. */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config = argv[i + 1];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            config = argv[i] + 9;
+        else if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+    }
+    if (config && master_config_load(&m.cfg, config, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-master: %s\n", err);
+        return 2;
+    }
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'c')
+            continue;
+        if (c == 'p') {
+            port_file = optarg;
+            continue;
+        }
+        if (c == '?' || c < 0 || c >= 128 || !keys[c]) {
+            usage(stderr);
+            return 2;
+        }
+        if (master_config_set(&m.cfg, keys[c], optarg, err, sizeof err) < 0) {
+            fprintf(stderr, "fluxon-master: %s\n", err);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fluxon-master: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (master_config_validate(&m.cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-master: %s\n", err);
+        return 2;
+    }
+    if (m.cfg.log_level >= 0)
+        fx_log_threshold = m.cfg.log_level;
+    uv_loop_t *loop = uv_default_loop();
+    if (master_start(&m, loop, port_file) < 0) {
+        fprintf(stderr, "fluxon-master: cannot start (see log)\n");
+        return 1;
+    }
+    uv_signal_init(loop, &sig_term);
+    uv_signal_init(loop, &sig_int);
+    sig_term.data = sig_int.data = &m;
+    uv_signal_start(&sig_term, on_signal, SIGTERM);
+    uv_signal_start(&sig_int, on_signal, SIGINT);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+    master_config_free(&m.cfg);
+    return 0;
+}

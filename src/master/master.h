@@ -1,0 +1,153 @@
+/*
+ * master.h - the state of fluxon-master and the entry points of its call flows.
+ *
+ * One event-loop thread owns everything here (no locks on routes): members and
+ * their segment spaces, kv_routes, the in-flight put and get tables, and
+ * get_holding. Each call flow of the spec lives in its own file (put.c, get.c,
+ * delete.c, holding.c, member.c, stat.c); server.c decodes frames and
+ * dispatches to them.
+ */
+#ifndef FX_MASTER_MASTER_H
+#define FX_MASTER_MASTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/config.h"
+#include "common/hashtable.h"
+#include "net/conn.h"
+#include "master/allocation.h"
+#include "master/route.h"
+
+typedef struct member {
+    uint32_t node_id;
+    uint64_t tomb_tag; /* incarnation: replicas tagged with another value are dead */
+    char name[64];
+    char data_addr[64];
+    bool kv_ssd_storage;
+    net_conn *conn;
+    seg_space *space;
+    uint64_t capacity;
+    uint64_t last_heartbeat_ms;
+    uint64_t hits_memory, hits_ssd, misses;
+    char **pending_invalidations; /* keys to send in the next batch */
+    size_t *pending_inval_lens;
+    size_t n_pending_inval, cap_pending_inval;
+    UT_hash_handle hh;
+} member;
+
+typedef struct inflight_put {
+    char *hkey; /* (put_id, key) bytes: the table key */
+    size_t hklen;
+    const char *key; /* points into hkey */
+    size_t klen;
+    put_id pid;
+    uint64_t len;
+    uint32_t req_node;
+    allocation *target;
+    allocation *source; /* NULL when the source is the target (local placement) */
+    bool persist_to_ssd;
+    uint64_t deadline_ms;
+    UT_hash_handle hh;
+    struct inflight_put *prev, *next;
+} inflight_put;
+
+enum get_source_kind { GET_SOURCE_MEMORY = 1, GET_SOURCE_SSD = 2 };
+
+typedef struct inflight_get {
+    uint64_t get_id;
+    put_id pid;
+    uint32_t src_node;
+    uint32_t req_node;
+    allocation *target;
+    allocation *source; /* memory source or remote SSD staging kept alive */
+    route *route;
+    int mode; /* FX__GET_MODE__* */
+    int source_kind;
+    uint64_t deadline_ms;
+    UT_hash_handle hh;
+    struct inflight_get *prev, *next;
+} inflight_get;
+
+typedef struct holding {
+    uint64_t holder_id;
+    uint32_t node_id;
+    allocation *target;
+    UT_hash_handle hh;
+} holding;
+
+typedef struct master {
+    uv_loop_t *loop;
+    master_config cfg;
+    uint32_t next_node_id;
+    uint64_t next_tomb_tag;
+    member *members; /* by node_id, live members only */
+    route_table routes;
+    inflight_put *inflight_puts;      /* by (put_id, key) */
+    inflight_put *inflight_put_order; /* oldest first, for the TTL sweep */
+    inflight_get *inflight_gets;      /* by get_id */
+    inflight_get *inflight_get_order;
+    uint64_t next_get_id;
+    holding *holdings; /* get_holding, by holder_id */
+    uint64_t next_holder_id;
+    uint64_t last_put_ms;
+    uint32_t next_put_version;
+    uv_timer_t sweep_timer;
+    uv_check_t flush_check;
+    void *http; /* http.c state, NULL when disabled */
+    struct net_listener *listener;
+} master;
+
+/* server.c */
+int master_start(master *m, uv_loop_t *loop, const char *port_file);
+void master_stop(master *m);
+
+/* member.c */
+void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
+void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                         Fx__HeartbeatReq *req);
+void master_member_left(master *m, member *mb, const char *why);
+member *master_member(master *m, uint32_t node_id);
+/* True when node_id is live with incarnation tomb_tag. */
+bool master_tomb_live(master *m, uint32_t node_id, uint64_t tomb_tag);
+void master_check_heartbeats(master *m);
+
+/* put.c */
+void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                         Fx__PutStartReq *req);
+void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__PutDoneReq *req);
+void master_on_put_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                          Fx__PutRevokeReq *req);
+void master_inflight_put_free(master *m, inflight_put *p);
+
+/* get.c */
+void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                         Fx__GetStartReq *req);
+void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__GetDoneReq *req);
+void master_on_get_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                          Fx__GetRevokeReq *req);
+void master_inflight_get_free(master *m, inflight_get *g);
+
+/* delete.c */
+void master_on_delete(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__DeleteReq *req);
+/* Sends the asynchronous invalidation of an old version to the owners that
+ * cached it (batched per owner, flushed once per loop iteration). */
+void master_invalidate_route(master *m, route *old);
+void master_flush_invalidations(master *m);
+
+/* holding.c */
+void master_on_batch_delete_ack(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                                Fx__BatchDeleteAckReq *req);
+uint64_t master_holding_add(master *m, uint32_t node_id, allocation *target);
+void master_holdings_drop_node(master *m, uint32_t node_id);
+
+/* stat.c */
+void master_on_stat(master *m, net_conn *c, const frame_hdr *h);
+
+/* inflight TTL sweep (put.c / get.c) */
+void master_sweep_inflight(master *m);
+
+uint64_t master_now_ms(master *m);
+
+#endif

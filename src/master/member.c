@@ -1,0 +1,145 @@
+/*
+ * member.c - owner registration, heartbeats and member-left.
+ *
+ * Register gives the owner a node id and a fresh incarnation number (the tomb
+ * tag) and creates the range allocator over its segment. A member is live
+ * while its connection is open and its heartbeats arrive; member-left (close,
+ * heartbeat timeout, shutdown) removes every replica it held from the routes,
+ * drops its holdings and in-flight operations, and releases its space (ranges
+ * still referenced elsewhere keep the space alive until released).
+ */
+#include "master/master.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "fluxon/fluxon.h"
+
+member *master_member(master *m, uint32_t node_id)
+{
+    member *mb;
+    HASH_FIND(hh, m->members, &node_id, sizeof node_id, mb);
+    return mb;
+}
+
+bool master_tomb_live(master *m, uint32_t node_id, uint64_t tomb_tag)
+{
+    member *mb = master_member(m, node_id);
+    return mb && mb->tomb_tag == tomb_tag;
+}
+
+void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req)
+{
+    if (net_conn_data(c)) {
+        net_reply_error(c, h, FX_EINVAL, "connection already registered");
+        return;
+    }
+    if (strcmp(req->cluster_name, m->cfg.cluster_name) != 0) {
+        net_reply_error(c, h, FX_EINVAL, "cluster_name '%s' does not match the master's '%s'",
+                        req->cluster_name, m->cfg.cluster_name);
+        return;
+    }
+    if (req->segment_size == 0) {
+        net_reply_error(c, h, FX_EINVAL, "segment_size must be > 0");
+        return;
+    }
+    member *mb = calloc(1, sizeof *mb);
+    if (!mb) {
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    mb->node_id = m->next_node_id++;
+    mb->tomb_tag = m->next_tomb_tag++;
+    mb->space = seg_space_new(mb->node_id, req->segment_size);
+    if (!mb->space) {
+        free(mb);
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    snprintf(mb->name, sizeof mb->name, "%s", req->node_name);
+    snprintf(mb->data_addr, sizeof mb->data_addr, "%s", req->data_addr);
+    mb->kv_ssd_storage = req->kv_ssd_storage;
+    mb->capacity = req->segment_size;
+    mb->conn = c;
+    mb->last_heartbeat_ms = master_now_ms(m);
+    HASH_ADD(hh, m->members, node_id, sizeof mb->node_id, mb);
+    net_conn_set_data(c, mb);
+    FX_LOG(INFO, "member %u '%s' registered from %s: segment %llu bytes, tomb %llu", mb->node_id,
+           mb->name, net_conn_peer(c), (unsigned long long)req->segment_size,
+           (unsigned long long)mb->tomb_tag);
+    Fx__RegisterResp resp = FX__REGISTER_RESP__INIT;
+    resp.node_id = mb->node_id;
+    resp.tomb_tag = mb->tomb_tag;
+    resp.heartbeat_ms = 1000;
+    net_reply(c, h, &resp.base);
+}
+
+void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                         Fx__HeartbeatReq *req)
+{
+    mb->last_heartbeat_ms = master_now_ms(m);
+    mb->hits_memory = req->hits_memory;
+    mb->hits_ssd = req->hits_ssd;
+    mb->misses = req->misses;
+    Fx__HeartbeatResp resp = FX__HEARTBEAT_RESP__INIT;
+    net_reply(c, h, &resp.base);
+}
+
+/* Removes node_id's entries from every route; routes left empty go. */
+static void drop_node_replicas(master *m, uint32_t node_id)
+{
+    route *r, *tmp;
+    HASH_ITER(hh, m->routes.by_key, r, tmp) {
+        replica *rep = route_replica(r, node_id);
+        if (!rep)
+            continue;
+        rep->has_ssd = false;
+        route_drop_memory(r, node_id);
+        if (r->n_replicas == 0) {
+            route_table_remove(&m->routes, r);
+            route_unref(r);
+        }
+    }
+}
+
+static void drop_node_inflight(master *m, uint32_t node_id)
+{
+    inflight_put *p, *ptmp;
+    DL_FOREACH_SAFE(m->inflight_put_order, p, ptmp)
+        if (p->req_node == node_id)
+            master_inflight_put_free(m, p);
+    inflight_get *g, *gtmp;
+    DL_FOREACH_SAFE(m->inflight_get_order, g, gtmp)
+        if (g->req_node == node_id || g->src_node == node_id)
+            master_inflight_get_free(m, g);
+}
+
+void master_member_left(master *m, member *mb, const char *why)
+{
+    FX_LOG(WARN, "member %u '%s' left: %s", mb->node_id, mb->name, why);
+    HASH_DEL(m->members, mb);
+    net_conn_set_data(mb->conn, NULL);
+    net_conn_close(mb->conn);
+    drop_node_replicas(m, mb->node_id);
+    drop_node_inflight(m, mb->node_id);
+    master_holdings_drop_node(m, mb->node_id);
+    for (size_t i = 0; i < mb->n_pending_inval; i++)
+        free(mb->pending_invalidations[i]);
+    free(mb->pending_invalidations);
+    free(mb->pending_inval_lens);
+    seg_space_unref(mb->space);
+    free(mb);
+}
+
+void master_check_heartbeats(master *m)
+{
+    uint64_t now = master_now_ms(m);
+    member *mb, *tmp;
+    HASH_ITER(hh, m->members, mb, tmp) {
+        if (now - mb->last_heartbeat_ms > m->cfg.heartbeat_timeout_ms)
+            master_member_left(m, mb, "heartbeat timeout");
+    }
+}

@@ -1,0 +1,197 @@
+/*
+ * put.c - PutStart / PutDone / PutRevoke and the in-flight put table.
+ *
+ * PutStart picks the target owner, allocates the target range, assigns
+ * put_id = (put_time_ms, put_version) and records inflight_puts[(key, put_id)]
+ * holding the allocation. PutDone moves the target into a new route (the
+ * overwritten route goes to the invalidation broadcast and is released once no
+ * get or holder references its bytes); PutRevoke and the TTL sweep drop the
+ * in-flight entry and its ranges without touching routes.
+ *
+ * put_version comes from one master-wide counter: it increases for every key,
+ * as the spec requires, and also keeps (time_ms, version) unique across a
+ * delete and re-put of the same key within one millisecond.
+ */
+#include "master/master.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "fluxon/fluxon.h"
+
+#define MAX_KEY_LEN 4096u
+
+/* Table key of an in-flight put: put_id then the key bytes. */
+static char *put_table_key(const void *key, size_t klen, put_id pid, size_t *out_len)
+{
+    size_t n = sizeof pid.time_ms + sizeof pid.version + klen;
+    char *k = malloc(n);
+    if (!k)
+        return NULL;
+    memcpy(k, &pid.time_ms, sizeof pid.time_ms);
+    memcpy(k + sizeof pid.time_ms, &pid.version, sizeof pid.version);
+    memcpy(k + sizeof pid.time_ms + sizeof pid.version, key, klen);
+    *out_len = n;
+    return k;
+}
+
+static inflight_put *find_put(master *m, const void *key, size_t klen, const Fx__PutId *wire)
+{
+    if (!wire)
+        return NULL;
+    put_id pid = {.time_ms = wire->time_ms, .version = wire->version};
+    size_t hklen;
+    char *hk = put_table_key(key, klen, pid, &hklen);
+    if (!hk)
+        return NULL;
+    inflight_put *p;
+    HASH_FIND(hh, m->inflight_puts, hk, hklen, p);
+    free(hk);
+    return p;
+}
+
+void master_inflight_put_free(master *m, inflight_put *p)
+{
+    HASH_DEL(m->inflight_puts, p);
+    DL_DELETE(m->inflight_put_order, p);
+    allocation_unref(p->target);
+    allocation_unref(p->source);
+    free(p->hkey);
+    free(p);
+}
+
+static put_id next_put_id(master *m)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t wall = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    if (wall < m->last_put_ms)
+        wall = m->last_put_ms;
+    m->last_put_ms = wall;
+    return (put_id){.time_ms = wall, .version = m->next_put_version++};
+}
+
+void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                         Fx__PutStartReq *req)
+{
+    if (req->key.len == 0 || req->key.len > MAX_KEY_LEN) {
+        net_reply_error(c, h, FX_EINVAL, "key length %zu is outside 1..%u", req->key.len,
+                        MAX_KEY_LEN);
+        return;
+    }
+    if (req->source_node_id != mb->node_id) {
+        net_reply_error(c, h, FX_ENOTSUP, "put source on another owner is not implemented");
+        return;
+    }
+    /* Placement: with one owner the requester's segment is the only candidate;
+     * multi-owner random placement comes with the cluster work. */
+    member *target = mb;
+    int err = 0;
+    allocation *a = allocation_new(target->space, req->len, &err);
+    if (!a) {
+        Fx__PutStartResp resp = FX__PUT_START_RESP__INIT;
+        char detail[256];
+        uint64_t total = range_alloc_capacity(target->space->ra);
+        uint64_t used = range_alloc_used(target->space->ra);
+        snprintf(detail, sizeof detail,
+                 "no space for %llu bytes on owner '%s': total %llu bytes, free %llu bytes "
+                 "(largest free range %llu)",
+                 (unsigned long long)req->len, target->name, (unsigned long long)total,
+                 (unsigned long long)(total - used),
+                 (unsigned long long)range_alloc_largest_free(target->space->ra));
+        resp.status = err == -ENOMEM ? FX_ENOMEM : FX_ENOSPC;
+        resp.detail = detail;
+        resp.total_bytes = total;
+        resp.free_bytes = total - used;
+        net_reply(c, h, &resp.base);
+        return;
+    }
+    inflight_put *p = calloc(1, sizeof *p);
+    put_id pid = next_put_id(m);
+    if (p)
+        p->hkey = put_table_key(req->key.data, req->key.len, pid, &p->hklen);
+    if (!p || !p->hkey) {
+        free(p);
+        allocation_unref(a);
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    p->key = p->hkey + sizeof pid.time_ms + sizeof pid.version;
+    p->klen = req->key.len;
+    p->pid = pid;
+    p->len = req->len;
+    p->req_node = mb->node_id;
+    p->target = a;
+    p->persist_to_ssd = false;
+    p->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
+    HASH_ADD_KEYPTR(hh, m->inflight_puts, p->hkey, p->hklen, p);
+    DL_APPEND(m->inflight_put_order, p);
+
+    Fx__PutStartResp resp = FX__PUT_START_RESP__INIT;
+    Fx__PutId wire = FX__PUT_ID__INIT;
+    wire.time_ms = pid.time_ms;
+    wire.version = pid.version;
+    resp.put_id = &wire;
+    resp.target_node_id = target->node_id;
+    resp.target_offset = a->offset;
+    resp.src_offset = a->offset;
+    resp.total_bytes = range_alloc_capacity(target->space->ra);
+    resp.free_bytes = resp.total_bytes - range_alloc_used(target->space->ra);
+    net_reply(c, h, &resp.base);
+}
+
+void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__PutDoneReq *req)
+{
+    inflight_put *p = find_put(m, req->key.data, req->key.len, req->put_id);
+    if (!p || p->req_node != mb->node_id) {
+        net_reply_error(c, h, FX_ESTALE, "no in-flight put for this key and put_id (expired?)");
+        return;
+    }
+    member *target = master_member(m, p->target->space->node_id);
+    if (!target) {
+        master_inflight_put_free(m, p);
+        net_reply_error(c, h, FX_ESTALE, "the target owner left during the put");
+        return;
+    }
+    route *r = route_new(p->key, p->klen, p->pid, p->len);
+    if (!r || route_add_replica(r, target->node_id, target->tomb_tag, p->target) < 0) {
+        route_unref(r);
+        master_inflight_put_free(m, p);
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    p->target = NULL; /* moved into the route */
+    master_inflight_put_free(m, p);
+    route *old = route_table_replace(&m->routes, r);
+    net_reply(c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
+    if (old) {
+        master_invalidate_route(m, old);
+        route_unref(old);
+    }
+}
+
+void master_on_put_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                          Fx__PutRevokeReq *req)
+{
+    inflight_put *p = find_put(m, req->key.data, req->key.len, req->put_id);
+    if (p && p->req_node == mb->node_id)
+        master_inflight_put_free(m, p);
+    net_reply(c, h, &((Fx__PutRevokeResp)FX__PUT_REVOKE_RESP__INIT).base);
+}
+
+void master_sweep_inflight(master *m)
+{
+    uint64_t now = master_now_ms(m);
+    while (m->inflight_put_order && m->inflight_put_order->deadline_ms <= now) {
+        FX_LOG(WARN, "in-flight put of a %zu-byte key expired after %llu ms",
+               m->inflight_put_order->klen, (unsigned long long)m->cfg.inflight_ttl_ms);
+        master_inflight_put_free(m, m->inflight_put_order);
+    }
+    while (m->inflight_get_order && m->inflight_get_order->deadline_ms <= now) {
+        FX_LOG(WARN, "in-flight get %llu expired", (unsigned long long)m->inflight_get_order->get_id);
+        master_inflight_get_free(m, m->inflight_get_order);
+    }
+}

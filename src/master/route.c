@@ -1,0 +1,120 @@
+/*
+ * route.c - kv_routes and the route object (see route.h).
+ */
+#include "master/route.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+route *route_new(const void *key, size_t klen, put_id pid, uint64_t len)
+{
+    route *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->key = malloc(klen ? klen : 1);
+    if (!r->key) {
+        free(r);
+        return NULL;
+    }
+    memcpy(r->key, key, klen);
+    r->klen = klen;
+    r->pid = pid;
+    r->len = len;
+    r->refs = 1;
+    return r;
+}
+
+route *route_ref(route *r)
+{
+    assert(r->refs > 0);
+    r->refs++;
+    return r;
+}
+
+void route_unref(route *r)
+{
+    if (!r)
+        return;
+    assert(r->refs > 0);
+    if (--r->refs)
+        return;
+    assert(!r->in_table);
+    for (size_t i = 0; i < r->n_replicas; i++)
+        allocation_unref(r->replicas[i].memory);
+    free(r->replicas);
+    free(r->cached_by);
+    free(r->key);
+    free(r);
+}
+
+int route_add_replica(route *r, uint32_t node_id, uint64_t tomb_tag, allocation *memory)
+{
+    replica *n = realloc(r->replicas, (r->n_replicas + 1) * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    r->replicas = n;
+    n[r->n_replicas++] = (replica){.node_id = node_id, .tomb_tag = tomb_tag, .memory = memory};
+    return 0;
+}
+
+replica *route_replica(route *r, uint32_t node_id)
+{
+    for (size_t i = 0; i < r->n_replicas; i++)
+        if (r->replicas[i].node_id == node_id)
+            return &r->replicas[i];
+    return NULL;
+}
+
+void route_drop_memory(route *r, uint32_t node_id)
+{
+    for (size_t i = 0; i < r->n_replicas; i++) {
+        replica *rep = &r->replicas[i];
+        if (rep->node_id != node_id)
+            continue;
+        allocation_unref(rep->memory);
+        rep->memory = NULL;
+        if (!rep->has_ssd)
+            r->replicas[i] = r->replicas[--r->n_replicas];
+        return;
+    }
+}
+
+void route_note_cached_by(route *r, uint32_t node_id)
+{
+    for (size_t i = 0; i < r->n_cached_by; i++)
+        if (r->cached_by[i] == node_id)
+            return;
+    uint32_t *n = realloc(r->cached_by, (r->n_cached_by + 1) * sizeof *n);
+    if (!n)
+        return; /* an owner missing here only delays its cache drop to TTL/holder release */
+    r->cached_by = n;
+    n[r->n_cached_by++] = node_id;
+}
+
+route *route_find(route_table *t, const void *key, size_t klen)
+{
+    route *r;
+    HASH_FIND(hh, t->by_key, key, klen, r);
+    return r;
+}
+
+route *route_table_replace(route_table *t, route *r)
+{
+    route *old = route_find(t, r->key, r->klen);
+    if (old)
+        route_table_remove(t, old);
+    HASH_ADD_KEYPTR(hh, t->by_key, r->key, r->klen, r);
+    r->in_table = true;
+    t->count++;
+    return old;
+}
+
+void route_table_remove(route_table *t, route *r)
+{
+    assert(r->in_table);
+    HASH_DEL(t->by_key, r);
+    r->in_table = false;
+    t->count--;
+}

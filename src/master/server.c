@@ -1,0 +1,164 @@
+/*
+ * server.c - fluxon-master's listener, frame dispatch and periodic sweeps.
+ *
+ * A connection is anonymous until it registers; after that its data pointer is
+ * its member and every request is attributed to that member (the spec's "RPC
+ * sender identity"). Requests from an unregistered connection other than
+ * Register get an error. Closing a member's connection is member-left.
+ */
+#include "master/master.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "master/http.h"
+
+static master *the_master; /* the ops callbacks carry no user pointer */
+
+uint64_t master_now_ms(master *m)
+{
+    return uv_now(m->loop);
+}
+
+static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
+{
+    master *m = the_master;
+    member *mb = net_conn_data(c);
+    if (h->flags & FRAME_RESPONSE) {
+        FX_LOG(WARN, "%s: unexpected %s response; closing", net_conn_peer(c), msg_name(h->type));
+        net_conn_close(c);
+        return;
+    }
+    if (h->type == MSG_REGISTER) {
+        master_on_register(m, c, h, (Fx__RegisterReq *)msg);
+        return;
+    }
+    if (!mb) {
+        net_reply_error(c, h, -22 /* EINVAL */, "%s before Register", msg_name(h->type));
+        return;
+    }
+    switch (h->type) {
+    case MSG_HEARTBEAT:
+        master_on_heartbeat(m, mb, c, h, (Fx__HeartbeatReq *)msg);
+        break;
+    case MSG_PUT_START:
+        master_on_put_start(m, mb, c, h, (Fx__PutStartReq *)msg);
+        break;
+    case MSG_PUT_DONE:
+        master_on_put_done(m, mb, c, h, (Fx__PutDoneReq *)msg);
+        break;
+    case MSG_PUT_REVOKE:
+        master_on_put_revoke(m, mb, c, h, (Fx__PutRevokeReq *)msg);
+        break;
+    case MSG_GET_START:
+        master_on_get_start(m, mb, c, h, (Fx__GetStartReq *)msg);
+        break;
+    case MSG_GET_DONE:
+        master_on_get_done(m, mb, c, h, (Fx__GetDoneReq *)msg);
+        break;
+    case MSG_GET_REVOKE:
+        master_on_get_revoke(m, mb, c, h, (Fx__GetRevokeReq *)msg);
+        break;
+    case MSG_DELETE:
+        master_on_delete(m, mb, c, h, (Fx__DeleteReq *)msg);
+        break;
+    case MSG_BATCH_DELETE_ACK:
+        master_on_batch_delete_ack(m, mb, c, h, (Fx__BatchDeleteAckReq *)msg);
+        break;
+    case MSG_STAT:
+        master_on_stat(m, c, h);
+        break;
+    default:
+        FX_LOG(WARN, "%s: %s is not a master request; closing", net_conn_peer(c),
+               msg_name(h->type));
+        net_conn_close(c);
+    }
+}
+
+static void on_close(net_conn *c)
+{
+    member *mb = net_conn_data(c);
+    if (mb)
+        master_member_left(the_master, mb, "connection closed");
+}
+
+static const net_conn_ops master_conn_ops = {.on_frame = on_frame, .on_close = on_close};
+
+static void on_sweep(uv_timer_t *t)
+{
+    master *m = t->data;
+    master_sweep_inflight(m);
+    master_check_heartbeats(m);
+    if (m->http)
+        http_publish(m);
+}
+
+static void on_check(uv_check_t *ch)
+{
+    master_flush_invalidations(ch->data);
+}
+
+static int write_port_file(const char *path, const char *host, int port)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -errno;
+    fprintf(f, "%s:%d\n", host, port);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return -errno;
+    return 0;
+}
+
+int master_start(master *m, uv_loop_t *loop, const char *port_file)
+{
+    the_master = m;
+    m->loop = loop;
+    m->next_node_id = 1;
+    m->next_tomb_tag = ((uint64_t)time(NULL) << 20) | 1;
+    m->next_get_id = 1;
+    m->next_holder_id = 1;
+    m->next_put_version = 1;
+    int err = 0;
+    m->listener = net_listen(loop, m->cfg.listen, false, &master_conn_ops, NULL, m, &err);
+    if (!m->listener) {
+        FX_LOG(ERROR, "listen: cannot listen on %s: %s", m->cfg.listen, uv_strerror(err));
+        return err;
+    }
+    int port = net_listener_port(m->listener);
+    char host[256];
+    int cfg_port;
+    config_parse_hostport(m->cfg.listen, host, sizeof host, &cfg_port);
+    FX_LOG(INFO, "listening on %s:%d", host, port);
+    if (port_file && (err = write_port_file(port_file, host, port)) < 0) {
+        FX_LOG(ERROR, "cannot write port file %s: %s", port_file, strerror(-err));
+        return err;
+    }
+    uv_timer_init(loop, &m->sweep_timer);
+    m->sweep_timer.data = m;
+    uv_timer_start(&m->sweep_timer, on_sweep, 100, 100);
+    uv_check_init(loop, &m->flush_check);
+    m->flush_check.data = m;
+    uv_check_start(&m->flush_check, on_check);
+    if (m->cfg.http && (err = http_start(m, m->cfg.http)) < 0)
+        return err;
+    return 0;
+}
+
+void master_stop(master *m)
+{
+    http_stop(m);
+    member *mb, *tmp;
+    HASH_ITER(hh, m->members, mb, tmp)
+        net_conn_close(mb->conn);
+    net_listener_close(m->listener);
+    uv_timer_stop(&m->sweep_timer);
+    uv_close((uv_handle_t *)&m->sweep_timer, NULL);
+    uv_check_stop(&m->flush_check);
+    uv_close((uv_handle_t *)&m->flush_check, NULL);
+}

@@ -1,0 +1,465 @@
+/*
+ * conn.c - framed message connections and listeners on libuv (see conn.h).
+ *
+ * The read side keeps one growable buffer per connection; frames are parsed in
+ * place and the remainder is moved to the front after each read. Frame bodies
+ * are bounded by max_body, so a peer cannot make us allocate more than that.
+ */
+#include "net/conn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "net/frame.h"
+
+#define READ_CHUNK (64u * 1024u)
+
+struct net_conn {
+    union {
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+        uv_stream_t stream;
+        uv_handle_t handle;
+    } h;
+    uv_loop_t *loop;
+    const net_conn_ops *ops;
+    void *data;
+    uint8_t *rbuf; /* bytes received and not yet consumed: [0, rlen) */
+    size_t rlen, rcap;
+    uint32_t max_body;
+    int refs;
+    bool open;
+    bool closing;
+    net_connect_fn on_connect;
+    void *connect_ud;
+    char peer[64];
+};
+
+struct net_listener {
+    union {
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+        uv_stream_t stream;
+        uv_handle_t handle;
+    } h;
+    bool is_unix;
+    const net_conn_ops *ops;
+    net_accept_fn on_accept;
+    void *ud;
+    char path[108];
+};
+
+typedef struct write_req {
+    uv_write_t req;
+    uint8_t *buf;
+} write_req;
+
+static net_conn *conn_alloc(uv_loop_t *loop, const net_conn_ops *ops)
+{
+    net_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->loop = loop;
+    c->ops = ops;
+    c->refs = 1;
+    c->max_body = FRAME_MAX_BODY;
+    snprintf(c->peer, sizeof c->peer, "?");
+    return c;
+}
+
+void net_conn_ref(net_conn *c)
+{
+    c->refs++;
+}
+
+void net_conn_unref(net_conn *c)
+{
+    if (!c)
+        return;
+    if (--c->refs == 0) {
+        free(c->rbuf);
+        free(c);
+    }
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    net_conn *c = h->data;
+    if (c->ops && c->ops->on_close)
+        c->ops->on_close(c);
+    net_conn_unref(c);
+}
+
+void net_conn_close(net_conn *c)
+{
+    if (!c || c->closing)
+        return;
+    c->closing = true;
+    c->open = false;
+    uv_close(&c->h.handle, on_handle_closed);
+}
+
+bool net_conn_is_open(const net_conn *c)
+{
+    return c && c->open && !c->closing;
+}
+
+void *net_conn_data(const net_conn *c)
+{
+    return c->data;
+}
+
+void net_conn_set_data(net_conn *c, void *data)
+{
+    c->data = data;
+}
+
+const char *net_conn_peer(const net_conn *c)
+{
+    return c->peer;
+}
+
+void net_conn_set_max_body(net_conn *c, uint32_t max_body)
+{
+    c->max_body = max_body;
+}
+
+int net_conn_fd(const net_conn *c)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno(&c->h.handle, &fd) != 0)
+        return -1;
+    return fd;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    net_conn *c = h->data;
+    size_t want = c->rlen + READ_CHUNK;
+    if (c->rcap < want) {
+        size_t cap = c->rcap ? c->rcap : READ_CHUNK * 2;
+        while (cap < want)
+            cap *= 2;
+        uint8_t *nb = realloc(c->rbuf, cap);
+        if (!nb) {
+            buf->base = NULL;
+            buf->len = 0;
+            return;
+        }
+        c->rbuf = nb;
+        c->rcap = cap;
+    }
+    buf->base = (char *)c->rbuf + c->rlen;
+    buf->len = c->rcap - c->rlen;
+}
+
+/* Parses and dispatches every whole frame in the buffer. Returns false when the
+ * connection was closed (by a protocol error or by a handler). */
+static bool dispatch_frames(net_conn *c)
+{
+    size_t pos = 0;
+    bool ok = true;
+    net_conn_ref(c);
+    while (c->open) {
+        frame_hdr h;
+        int r = frame_parse(c->rbuf + pos, c->rlen - pos, c->max_body, &h);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            FX_LOG(WARN, "%s: %s; closing connection", c->peer,
+                   r == -EMSGSIZE ? "frame longer than the maximum" : "unknown frame flags");
+            net_conn_close(c);
+            ok = false;
+            break;
+        }
+        const uint8_t *body = c->rbuf + pos + FRAME_HDR_LEN;
+        ProtobufCMessage *m = msg_decode(h.type, h.flags & FRAME_RESPONSE, body, h.len);
+        if (!m) {
+            FX_LOG(WARN, "%s: malformed %s frame (type %u, %u bytes); closing connection",
+                   c->peer, msg_name(h.type), h.type, h.len);
+            net_conn_close(c);
+            ok = false;
+            break;
+        }
+        pos += FRAME_HDR_LEN + h.len;
+        c->ops->on_frame(c, &h, m);
+        msg_free(m);
+    }
+    if (c->open && pos > 0) {
+        memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
+        c->rlen -= pos;
+    }
+    ok = ok && c->open;
+    net_conn_unref(c);
+    return ok;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    net_conn *c = s->data;
+    if (nread < 0) {
+        if (nread != UV_EOF)
+            FX_LOG(INFO, "%s: read error: %s", c->peer, uv_strerror((int)nread));
+        net_conn_close(c);
+        return;
+    }
+    if (nread == 0)
+        return;
+    c->rlen += (size_t)nread;
+    dispatch_frames(c);
+}
+
+static int conn_start(net_conn *c)
+{
+    c->open = true;
+    c->h.handle.data = c;
+    return uv_read_start(&c->h.stream, on_alloc, on_read);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    write_req *w = (write_req *)req;
+    if (status < 0 && status != UV_ECANCELED) {
+        net_conn *c = req->handle->data;
+        FX_LOG(INFO, "%s: write error: %s", c->peer, uv_strerror(status));
+        net_conn_close(c);
+    }
+    free(w->buf);
+    free(w);
+}
+
+int net_send(net_conn *c, uint16_t type, uint16_t flags, uint64_t req_id, const ProtobufCMessage *m)
+{
+    if (!net_conn_is_open(c))
+        return -ECONNRESET;
+    size_t len;
+    uint8_t *buf = msg_encode(type, flags, req_id, m, &len);
+    if (!buf) {
+        FX_LOG(ERROR, "cannot encode %s (flags %u)", msg_name(type), flags);
+        return -EINVAL;
+    }
+    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    int n = uv_try_write(&c->h.stream, &b, 1);
+    if (n == (int)len) {
+        free(buf);
+        return 0;
+    }
+    if (n < 0 && n != UV_EAGAIN) {
+        free(buf);
+        net_conn_close(c);
+        return n;
+    }
+    size_t done = n > 0 ? (size_t)n : 0;
+    write_req *w = malloc(sizeof *w);
+    if (!w) {
+        free(buf);
+        net_conn_close(c);
+        return -ENOMEM;
+    }
+    w->buf = buf;
+    b = uv_buf_init((char *)buf + done, (unsigned)(len - done));
+    int r = uv_write(&w->req, &c->h.stream, &b, 1, on_written);
+    if (r < 0) {
+        free(buf);
+        free(w);
+        net_conn_close(c);
+    }
+    return r;
+}
+
+int net_reply(net_conn *c, const frame_hdr *h, const ProtobufCMessage *m)
+{
+    if (h->flags & FRAME_ONEWAY)
+        return 0;
+    return net_send(c, h->type, FRAME_RESPONSE, h->req_id, m);
+}
+
+void net_reply_error(net_conn *c, const frame_hdr *h, int status, const char *fmt, ...)
+{
+    if (h->flags & FRAME_ONEWAY)
+        return;
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    const ProtobufCMessageDescriptor *d = msg_descriptor(h->type, true);
+    if (!d)
+        return;
+    ProtobufCMessage *m = msg_new_error(d, status, detail);
+    if (!m)
+        return;
+    net_reply(c, h, m);
+    msg_free_built(m);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    net_listener *l = server->data;
+    if (status < 0) {
+        FX_LOG(WARN, "accept failed: %s", uv_strerror(status));
+        return;
+    }
+    net_conn *c = conn_alloc(server->loop, l->ops);
+    if (!c)
+        return;
+    int r = l->is_unix ? uv_pipe_init(server->loop, &c->h.pipe, 0)
+                       : uv_tcp_init(server->loop, &c->h.tcp);
+    if (r < 0) {
+        free(c);
+        return;
+    }
+    c->h.handle.data = c;
+    if (uv_accept(server, &c->h.stream) < 0) {
+        c->open = true;
+        net_conn_close(c);
+        return;
+    }
+    if (l->is_unix) {
+        snprintf(c->peer, sizeof c->peer, "unix:%d", net_conn_fd(c));
+    } else {
+        struct sockaddr_storage ss;
+        int len = sizeof ss;
+        char ip[INET6_ADDRSTRLEN] = "?";
+        int port = 0;
+        if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0 &&
+            ss.ss_family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+            uv_ip4_name(in, ip, sizeof ip);
+            port = ntohs(in->sin_port);
+        }
+        snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+        uv_tcp_nodelay(&c->h.tcp, 1);
+    }
+    if (conn_start(c) < 0) {
+        net_conn_close(c);
+        return;
+    }
+    if (l->on_accept)
+        l->on_accept(c, l->ud);
+}
+
+net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const net_conn_ops *ops,
+                         net_accept_fn on_accept, void *ud, int *err)
+{
+    net_listener *l = calloc(1, sizeof *l);
+    int r;
+    if (!l) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    l->is_unix = is_unix;
+    l->ops = ops;
+    l->on_accept = on_accept;
+    l->ud = ud;
+    if (is_unix) {
+        if (strlen(addr) >= sizeof l->path) {
+            free(l);
+            *err = -ENAMETOOLONG;
+            return NULL;
+        }
+        snprintf(l->path, sizeof l->path, "%s", addr);
+        unlink(addr);
+        uv_pipe_init(loop, &l->h.pipe, 0);
+        l->h.handle.data = l;
+        r = uv_pipe_bind(&l->h.pipe, addr);
+    } else {
+        char host[256];
+        const char *colon = strrchr(addr, ':');
+        if (!colon || (size_t)(colon - addr) >= sizeof host) {
+            free(l);
+            *err = -EINVAL;
+            return NULL;
+        }
+        memcpy(host, addr, (size_t)(colon - addr));
+        host[colon - addr] = 0;
+        struct sockaddr_in sa;
+        r = uv_ip4_addr(host, atoi(colon + 1), &sa);
+        if (r < 0) {
+            free(l);
+            *err = r;
+            return NULL;
+        }
+        uv_tcp_init(loop, &l->h.tcp);
+        l->h.handle.data = l;
+        r = uv_tcp_bind(&l->h.tcp, (struct sockaddr *)&sa, 0);
+    }
+    if (r == 0)
+        r = uv_listen(&l->h.stream, 512, on_connection);
+    if (r < 0) {
+        *err = r;
+        uv_close(&l->h.handle, (uv_close_cb)free);
+        return NULL;
+    }
+    return l;
+}
+
+int net_listener_port(const net_listener *l)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (l->is_unix || uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+void net_listener_close(net_listener *l)
+{
+    if (!l)
+        return;
+    if (l->is_unix)
+        unlink(l->path);
+    uv_close(&l->h.handle, (uv_close_cb)free);
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    net_conn *c = req->data;
+    free(req);
+    if (status == 0 && conn_start(c) == 0) {
+        uv_tcp_nodelay(&c->h.tcp, 1);
+        c->on_connect(c, 0, c->connect_ud);
+        return;
+    }
+    c->open = true;
+    c->on_connect(c, status ? status : -EIO, c->connect_ud);
+    net_conn_close(c);
+}
+
+net_conn *net_connect_tcp(uv_loop_t *loop, const char *host, int port, const net_conn_ops *ops,
+                          net_connect_fn on_connect, void *ud)
+{
+    struct sockaddr_in sa;
+    if (uv_ip4_addr(host, port, &sa) < 0)
+        return NULL;
+    net_conn *c = conn_alloc(loop, ops);
+    uv_connect_t *req = malloc(sizeof *req);
+    if (!c || !req) {
+        free(c);
+        free(req);
+        return NULL;
+    }
+    uv_tcp_init(loop, &c->h.tcp);
+    c->h.handle.data = c;
+    c->on_connect = on_connect;
+    c->connect_ud = ud;
+    snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+    req->data = c;
+    if (uv_tcp_connect(req, &c->h.tcp, (struct sockaddr *)&sa, on_connected) < 0) {
+        free(req);
+        c->open = true;
+        net_conn_close(c);
+        return NULL;
+    }
+    return c;
+}

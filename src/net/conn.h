@@ -1,0 +1,77 @@
+/*
+ * conn.h - a framed message connection on a libuv stream (TCP or Unix socket).
+ *
+ * A net_conn reads frames, decodes each body with msg_decode() and hands the
+ * message to ops->on_frame on the loop thread. Anything malformed (an unknown
+ * type, a body that does not decode, a declared length over the maximum,
+ * unknown flags) is logged with the peer's name and the connection is closed;
+ * the process goes on serving others. Sends are encoded at once and written
+ * in order (uv_try_write first, the rest queued).
+ *
+ * Lifetime: a connection is refcounted. The open connection holds one
+ * reference; net_conn_close() starts closing, calls ops->on_close once, and
+ * drops that reference. Code that keeps a pointer across an asynchronous step
+ * (a request waiting on the master) takes net_conn_ref() and checks
+ * net_conn_is_open() before replying. All functions run on the loop thread.
+ */
+#ifndef FX_NET_CONN_H
+#define FX_NET_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "net/msg.h"
+
+typedef struct net_conn net_conn;
+
+typedef struct net_conn_ops {
+    /* A decoded frame. msg is freed after the call returns. */
+    void (*on_frame)(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg);
+    /* The connection closed (peer gone, protocol error or net_conn_close). */
+    void (*on_close)(net_conn *c);
+} net_conn_ops;
+
+typedef void (*net_accept_fn)(net_conn *c, void *ud);
+typedef void (*net_connect_fn)(net_conn *c, int status, void *ud);
+
+typedef struct net_listener net_listener;
+
+/* Listens on "host:port" (is_unix false) or a Unix socket path (is_unix true;
+ * a stale socket file is replaced). Accepted connections use ops and are
+ * passed to on_accept before reading starts. Returns NULL with a negative
+ * errno in *err. */
+net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const net_conn_ops *ops,
+                         net_accept_fn on_accept, void *ud, int *err);
+/* The bound TCP port (after listening on port 0). */
+int net_listener_port(const net_listener *l);
+void net_listener_close(net_listener *l);
+
+/* Connects over TCP; on_connect gets the connection and 0, or a negative errno
+ * (the connection is then already closing). Returns NULL when out of memory. */
+net_conn *net_connect_tcp(uv_loop_t *loop, const char *host, int port, const net_conn_ops *ops,
+                          net_connect_fn on_connect, void *ud);
+
+/* Encodes and sends one frame. Returns 0, -ECONNRESET when closed, -EINVAL when
+ * the message does not match the type, or a libuv error. */
+int net_send(net_conn *c, uint16_t type, uint16_t flags, uint64_t req_id, const ProtobufCMessage *m);
+/* Sends m as the response to request h. */
+int net_reply(net_conn *c, const frame_hdr *h, const ProtobufCMessage *m);
+/* Sends an error response (status + formatted detail) to request h. */
+void net_reply_error(net_conn *c, const frame_hdr *h, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+void net_conn_close(net_conn *c);
+bool net_conn_is_open(const net_conn *c);
+void net_conn_ref(net_conn *c);
+void net_conn_unref(net_conn *c);
+void *net_conn_data(const net_conn *c);
+void net_conn_set_data(net_conn *c, void *data);
+/* The peer, for logs ("127.0.0.1:4242" or "unix"). */
+const char *net_conn_peer(const net_conn *c);
+/* The OS file descriptor (for SCM_RIGHTS on Unix sockets), or -1. */
+int net_conn_fd(const net_conn *c);
+/* Largest body accepted from this peer (default FRAME_MAX_BODY). */
+void net_conn_set_max_body(net_conn *c, uint32_t max_body);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * main.c - fluxon-owner: config, segment, master registration, then the event
+ * loop until SIGTERM.
+ *
+ *   fluxon-owner --config FILE [--master HOST:PORT] [--memory-size SIZE]
+ *                [--client-socket PATH] [--cluster-name NAME] [--node-name NAME]
+ *                [--prefault true|false] [--large-file-paths A,B]
+ *                [--large-limit-size S1,S2] [--log-level LEVEL]
+ *
+ * Every YAML key can be given as a flag; flags override the file. Bad values
+ * are startup errors naming the key, exit code 2.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "owner/owner.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: fluxon-owner --config FILE [--master HOST:PORT] [--memory-size SIZE]\n"
+               "                    [--client-socket PATH] [--cluster-name NAME] [--node-name NAME]\n"
+               "                    [--prefault true|false] [--large-file-paths P1,P2]\n"
+               "                    [--large-limit-size S1,S2] [--log-level LEVEL]\n");
+}
+
+static uv_signal_t sig_term, sig_int;
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    FX_LOG(INFO, "signal %d: shutting down", signum);
+    owner_stop(s->data, 0);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'},
+        {"master", required_argument, 0, 'm'},
+        {"memory-size", required_argument, 0, 's'},
+        {"client-socket", required_argument, 0, 'k'},
+        {"cluster-name", required_argument, 0, 'n'},
+        {"node-name", required_argument, 0, 'N'},
+        {"prefault", required_argument, 0, 'P'},
+        {"large-file-paths", required_argument, 0, 'f'},
+        {"large-limit-size", required_argument, 0, 'L'},
+        {"log-level", required_argument, 0, 'v'},
+        {"help", no_argument, 0, '?'},
+        {0, 0, 0, 0},
+    };
+    static const char *keys[128] = {
+        ['m'] = "master", ['s'] = "fluxonkv_spec.memory_size",
+        ['k'] = "fluxonkv_spec.client_socket", ['n'] = "cluster_name", ['N'] = "node_name",
+        ['P'] = "fluxonkv_spec.prefault", ['f'] = "fluxonkv_spec.large_file_paths",
+        ['L'] = "fluxonkv_spec.large_limit_size", ['v'] = "log_level",
+    };
+    fx_log_init("owner");
+    signal(SIGPIPE, SIG_IGN);
+    static owner o;
+    owner_config_init(&o.cfg);
+    char err[512];
+    const char *config = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config = argv[i + 1];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            config = argv[i] + 9;
+        else if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+    }
+    if (config && owner_config_load(&o.cfg, config, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-owner: %s\n", err);
+        return 2;
+    }
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'c')
+            continue;
+        if (c == '?' || c < 0 || c >= 128 || !keys[c]) {
+            usage(stderr);
+            return 2;
+        }
+        if (owner_config_set(&o.cfg, keys[c], optarg, err, sizeof err) < 0) {
+            fprintf(stderr, "fluxon-owner: %s\n", err);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fluxon-owner: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (owner_config_validate(&o.cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-owner: %s\n", err);
+        return 2;
+    }
+    if (o.cfg.large_limit_size) {
+        fprintf(stderr, "fluxon-owner: fluxonkv_spec.large_limit_size: the SSD tier is not "
+                        "implemented yet; remove the key to run memory-only\n");
+        return 2;
+    }
+    if (o.cfg.log_level >= 0)
+        fx_log_threshold = o.cfg.log_level;
+    if (config_parse_hostport(o.cfg.master, o.master_host, sizeof o.master_host, &o.master_port) < 0) {
+        fprintf(stderr, "fluxon-owner: master: '%s' is not HOST:PORT\n", o.cfg.master);
+        return 2;
+    }
+    char default_name[64];
+    if (!o.cfg.node_name) {
+        snprintf(default_name, sizeof default_name, "owner-%d", (int)getpid());
+        o.cfg.node_name = strdup(default_name);
+    }
+    int r = segment_create(&o.seg, o.cfg.memory_size, o.cfg.prefault);
+    if (r < 0) {
+        fprintf(stderr, "fluxon-owner: fluxonkv_spec.memory_size: cannot create a %llu-byte "
+                        "segment: %s\n",
+                (unsigned long long)o.cfg.memory_size, strerror(-r));
+        return 1;
+    }
+    o.loop = uv_default_loop();
+    uv_signal_init(o.loop, &sig_term);
+    uv_signal_init(o.loop, &sig_int);
+    sig_term.data = sig_int.data = &o;
+    uv_signal_start(&sig_term, on_signal, SIGTERM);
+    uv_signal_start(&sig_int, on_signal, SIGINT);
+    if (owner_master_connect(&o) < 0) {
+        fprintf(stderr, "fluxon-owner: master: cannot connect to '%s'\n", o.cfg.master);
+        return 2;
+    }
+    uv_run(o.loop, UV_RUN_DEFAULT);
+    /* Orderly teardown: close the master link and every connection, run the
+     * loop until the close callbacks have freed their state. */
+    if (o.ext_listener)
+        net_listener_close(o.ext_listener);
+    owner_ext_close_all(&o);
+    if (o.master)
+        net_conn_close(o.master);
+    uv_close((uv_handle_t *)&sig_term, NULL);
+    uv_close((uv_handle_t *)&sig_int, NULL);
+    uv_close((uv_handle_t *)&o.ack_timer, NULL);
+    uv_close((uv_handle_t *)&o.heartbeat_timer, NULL);
+    uv_close((uv_handle_t *)&o.connect_timer, NULL);
+    uv_run(o.loop, UV_RUN_DEFAULT);
+    holders_cache_clear(&o);
+    uv_loop_close(o.loop);
+    unlink(o.cfg.client_socket);
+    segment_destroy(&o.seg);
+    free(o.acks);
+    owner_config_free(&o.cfg);
+    return o.exit_code;
+}

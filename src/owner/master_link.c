@@ -1,0 +1,209 @@
+/*
+ * master_link.c - the owner's connection to the master: connect (retried at
+ * startup), Register, heartbeats, the BatchDeleteAck batch, and the master's
+ * one-way pushes (BatchDeleteClientKvMetaCache).
+ *
+ * Losing the master after registration stops the owner: a new master would
+ * hand out ranges of this segment that local externals may still be reading,
+ * so continuing would risk corrupt holders. A supervisor restarts the owner
+ * (new incarnation, empty segment).
+ */
+#include "owner/owner.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fluxon/fluxon.h"
+
+#define CONNECT_RETRY_MS 100u
+#define CONNECT_DEADLINE_MS 30000u
+
+static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg);
+static void on_master_close(net_conn *c);
+static const net_conn_ops master_ops = {.on_frame = on_master_frame, .on_close = on_master_close};
+
+static owner *the_owner;
+
+void owner_stop(owner *o, int exit_code)
+{
+    if (o->stopping)
+        return;
+    o->stopping = true;
+    o->exit_code = exit_code;
+    if (o->ext_listener)
+        net_listener_close(o->ext_listener);
+    o->ext_listener = NULL;
+    uv_stop(o->loop);
+}
+
+static void flush_acks(owner *o)
+{
+    uv_timer_stop(&o->ack_timer);
+    if (!o->n_acks || !o->registered)
+        return;
+    Fx__BatchDeleteAckReq req = FX__BATCH_DELETE_ACK_REQ__INIT;
+    req.n_holder_ids = o->n_acks;
+    req.holder_ids = o->acks;
+    rpc_notify(o->mrpc, MSG_BATCH_DELETE_ACK, &req.base);
+    o->n_acks = 0;
+}
+
+static void on_ack_timer(uv_timer_t *t)
+{
+    flush_acks(t->data);
+}
+
+void owner_ack_holder(owner *o, uint64_t master_holder_id)
+{
+    if (o->n_acks == o->cap_acks) {
+        size_t cap = o->cap_acks ? o->cap_acks * 2 : OWNER_ACK_BATCH;
+        uint64_t *n = realloc(o->acks, cap * sizeof *n);
+        if (!n) {
+            FX_LOG(ERROR, "out of memory queueing a holder ack; holder %llu stays held",
+                   (unsigned long long)master_holder_id);
+            return;
+        }
+        o->acks = n;
+        o->cap_acks = cap;
+    }
+    o->acks[o->n_acks++] = master_holder_id;
+    if (o->n_acks >= OWNER_ACK_BATCH)
+        flush_acks(o);
+    else if (o->n_acks == 1)
+        uv_timer_start(&o->ack_timer, on_ack_timer, 1, 0);
+}
+
+static void on_heartbeat_resp(int status, ProtobufCMessage *resp, void *ud)
+{
+    (void)ud;
+    if (status)
+        FX_LOG(WARN, "heartbeat failed: %s", fx_strerror(status));
+    else if (msg_status(resp))
+        FX_LOG(WARN, "heartbeat refused: %s", msg_detail(resp));
+}
+
+static void on_heartbeat_timer(uv_timer_t *t)
+{
+    owner *o = t->data;
+    Fx__HeartbeatReq req = FX__HEARTBEAT_REQ__INIT;
+    req.hits_memory = o->hits_memory;
+    req.hits_ssd = o->hits_ssd;
+    req.misses = o->misses;
+    rpc_call(o->mrpc, MSG_HEARTBEAT, &req.base, OWNER_RPC_TIMEOUT_MS, on_heartbeat_resp, o);
+}
+
+static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    owner *o = ud;
+    if (status || msg_status(msg)) {
+        FX_LOG(ERROR, "registration with the master failed: %s%s%s",
+               fx_strerror(status ? status : msg_status(msg)), status ? "" : ": ",
+               status ? "" : msg_detail(msg));
+        owner_stop(o, 1);
+        return;
+    }
+    Fx__RegisterResp *r = (Fx__RegisterResp *)msg;
+    o->node_id = r->node_id;
+    o->tomb_tag = r->tomb_tag;
+    o->registered = true;
+    FX_LOG(INFO, "registered as node %u (tomb %llu)", o->node_id, (unsigned long long)o->tomb_tag);
+    uint32_t hb = r->heartbeat_ms ? r->heartbeat_ms : 1000;
+    uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
+    if (owner_ext_listen(o) < 0)
+        owner_stop(o, 1);
+}
+
+static void on_connect_retry(uv_timer_t *t)
+{
+    owner_master_connect(t->data);
+}
+
+static void on_connected(net_conn *c, int status, void *ud)
+{
+    owner *o = ud;
+    if (status < 0) {
+        o->master = NULL;
+        if (uv_now(o->loop) >= o->connect_deadline_ms) {
+            FX_LOG(ERROR, "cannot connect to master %s:%d: %s", o->master_host, o->master_port,
+                   uv_strerror(status));
+            owner_stop(o, 1);
+        } else {
+            uv_timer_start(&o->connect_timer, on_connect_retry, CONNECT_RETRY_MS, 0);
+        }
+        return;
+    }
+    o->mrpc = rpc_client_new(o->loop, c);
+    if (!o->mrpc) {
+        owner_stop(o, 1);
+        return;
+    }
+    Fx__RegisterReq req = FX__REGISTER_REQ__INIT;
+    req.cluster_name = o->cfg.cluster_name;
+    req.node_name = o->cfg.node_name;
+    req.segment_size = o->seg.size;
+    req.kv_ssd_storage = false;
+    req.data_addr = "";
+    if (rpc_call(o->mrpc, MSG_REGISTER, &req.base, OWNER_RPC_TIMEOUT_MS, on_register_resp, o) < 0)
+        owner_stop(o, 1);
+}
+
+int owner_master_connect(owner *o)
+{
+    the_owner = o;
+    if (!o->connect_deadline_ms) {
+        o->connect_deadline_ms = uv_now(o->loop) + CONNECT_DEADLINE_MS;
+        uv_timer_init(o->loop, &o->ack_timer);
+        uv_timer_init(o->loop, &o->heartbeat_timer);
+        uv_timer_init(o->loop, &o->connect_timer);
+        o->ack_timer.data = o->heartbeat_timer.data = o->connect_timer.data = o;
+    }
+    o->master = net_connect_tcp(o->loop, o->master_host, o->master_port, &master_ops, on_connected, o);
+    return o->master ? 0 : -EINVAL;
+}
+
+static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
+{
+    for (size_t i = 0; i < req->n_keys; i++)
+        holders_cache_drop(o, req->keys[i].data, req->keys[i].len);
+    owner_ext_invalidate(o, req->keys, req->n_keys);
+}
+
+static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
+{
+    owner *o = the_owner;
+    if (h->flags & FRAME_RESPONSE) {
+        if (!rpc_on_response(o->mrpc, h, msg))
+            FX_LOG(DEBUG, "late %s response from the master ignored", msg_name(h->type));
+        return;
+    }
+    switch (h->type) {
+    case MSG_BATCH_DELETE_CLIENT_KV_META_CACHE:
+        on_invalidate(o, (Fx__BatchDeleteClientKvMetaCacheReq *)msg);
+        net_reply(c, h, &((Fx__BatchDeleteClientKvMetaCacheResp)
+                              FX__BATCH_DELETE_CLIENT_KV_META_CACHE_RESP__INIT).base);
+        break;
+    default:
+        FX_LOG(WARN, "master sent unexpected %s; ignored", msg_name(h->type));
+        net_reply_error(c, h, FX_ENOTSUP, "owner does not handle %s", msg_name(h->type));
+    }
+}
+
+static void on_master_close(net_conn *c)
+{
+    (void)c;
+    owner *o = the_owner;
+    if (o->mrpc) {
+        rpc_client_free(o->mrpc);
+        o->mrpc = NULL;
+    }
+    o->master = NULL;
+    if (o->registered && !o->stopping) {
+        FX_LOG(ERROR, "lost the connection to the master; stopping (holders cannot be kept safe)");
+        o->registered = false;
+        owner_stop(o, 1);
+    }
+}

@@ -1,0 +1,150 @@
+/*
+ * owner.h - the state of fluxon-owner and the entry points of its modules.
+ *
+ * One event-loop thread owns all of it: the segment, the link to the master
+ * (master_link.c), the external API on the Unix socket (extapi.c), and the
+ * owner-local get cache with the holders handed to externals (holders.c).
+ *
+ * Holder bookkeeping has three layers, as in the spec: the master's
+ * get_holding keeps the allocation; here a memory_info stands for one master
+ * holder and is shared (refcounted) by the get cache and by every external
+ * holding that points at it; the external's MemHolder references an external
+ * holding by id. When a memory_info's last reference goes, its master holder
+ * id is batched to the master (BatchDeleteAck).
+ */
+#ifndef FX_OWNER_OWNER_H
+#define FX_OWNER_OWNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/config.h"
+#include "common/hashtable.h"
+#include "net/conn.h"
+#include "net/rpc.h"
+#include "owner/segment.h"
+
+#define OWNER_RPC_TIMEOUT_MS 10000u
+#define OWNER_ACK_BATCH 256u
+
+typedef struct memory_info {
+    int refs;
+    uint64_t master_holder_id;
+    uint64_t offset, len;
+    int source; /* FX_SRC_* */
+    char *key;
+    size_t klen;
+    bool in_cache;
+    UT_hash_handle hh; /* owner.get_cache, by key */
+} memory_info;
+
+typedef struct ext_holding {
+    uint64_t id;
+    memory_info *mi;
+    UT_hash_handle hh;
+} ext_holding;
+
+/* One external client: its session connection and every holder it holds. */
+typedef struct session {
+    uint64_t client_id;
+    net_conn *events; /* the session connection; its close ends the session */
+    int conns;        /* open connections attached to this session */
+    bool dead;
+    ext_holding *holdings;
+    uint64_t next_holding_id;
+    UT_hash_handle hh;
+} session;
+
+typedef struct ext_put {
+    char *key;
+    size_t klen;
+    uint64_t time_ms;
+    uint32_t version;
+    uint64_t offset, len;
+    struct ext_put *prev, *next;
+} ext_put;
+
+/* Per external connection. */
+typedef struct ext_conn {
+    struct owner *o;
+    net_conn *conn;
+    session *s; /* NULL until ExternalHello */
+    ext_put *puts; /* started, not yet ended: revoked if the connection drops */
+    struct ext_conn *prev, *next;
+} ext_conn;
+
+typedef struct get_waiter {
+    net_conn *conn; /* referenced */
+    frame_hdr hdr;
+    struct get_waiter *next;
+} get_waiter;
+
+/* One get in flight to the master; later gets of the same key wait on it. */
+typedef struct pending_get {
+    char *key;
+    size_t klen;
+    get_waiter *waiters;
+    uint64_t get_id;
+    uint64_t offset, len;
+    int source;
+    UT_hash_handle hh;
+} pending_get;
+
+typedef struct owner {
+    uv_loop_t *loop;
+    owner_config cfg;
+    segment seg;
+    char master_host[256];
+    int master_port;
+    net_conn *master;
+    rpc_client *mrpc;
+    bool registered;
+    bool stopping;
+    int exit_code;
+    uint32_t node_id;
+    uint64_t tomb_tag;
+    net_listener *ext_listener;
+    ext_conn *ext_conns; /* every open external connection */
+    session *sessions; /* by client_id */
+    uint64_t next_client_id;
+    memory_info *get_cache; /* by key */
+    pending_get *pending_gets; /* by key */
+    uint64_t *acks;
+    size_t n_acks, cap_acks;
+    uv_timer_t ack_timer;
+    uv_timer_t heartbeat_timer;
+    uv_timer_t connect_timer;
+    uint64_t connect_deadline_ms;
+    uint64_t hits_memory, hits_ssd, misses;
+} owner;
+
+/* master_link.c */
+int owner_master_connect(owner *o);
+void owner_stop(owner *o, int exit_code);
+/* Queues a master holder id for BatchDeleteAck. */
+void owner_ack_holder(owner *o, uint64_t master_holder_id);
+
+/* extapi.c */
+int owner_ext_listen(owner *o);
+/* Forwards an invalidation to every external session. */
+void owner_ext_invalidate(owner *o, ProtobufCBinaryData *keys, size_t n);
+/* Closes every external connection (shutdown). */
+void owner_ext_close_all(owner *o);
+
+/* holders.c */
+/* A memory_info with one reference, the caller's (dropped with holders_mi_unref). */
+memory_info *holders_mi_new(owner *o, const void *key, size_t klen, uint64_t master_holder_id,
+                            uint64_t offset, uint64_t len, int source);
+void holders_mi_unref(owner *o, memory_info *mi);
+memory_info *holders_cache_find(owner *o, const void *key, size_t klen);
+void holders_cache_insert(owner *o, memory_info *mi);
+void holders_cache_drop(owner *o, const void *key, size_t klen);
+void holders_cache_clear(owner *o);
+/* A new external holding of mi for session s; returns its id (0: no memory). */
+uint64_t holders_session_add(owner *o, session *s, memory_info *mi);
+/* Releases session s's holding id; false when s has no such holding. */
+bool holders_session_release(owner *o, session *s, uint64_t id);
+void holders_session_release_all(owner *o, session *s);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * testlib.h - the few assertion helpers every standalone test program uses.
+ *
+ * CHECK(cond, fmt, ...) records a failure with file:line and the message and
+ * goes on; REQUIRE(cond, ...) stops the test at once. test_finish() prints
+ * "N passed, N failed" and returns the exit code (0 pass, 1 fail).
+ */
+#ifndef FX_TESTS_TESTLIB_H
+#define FX_TESTS_TESTLIB_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+extern int test_checks_passed;
+extern int test_checks_failed;
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define CHECK(cond, ...)                                                                \
+    do {                                                                                \
+        if (cond)                                                                       \
+            __atomic_add_fetch(&test_checks_passed, 1, __ATOMIC_RELAXED);               \
+        else                                                                            \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                                 \
+    } while (0)
+
+#define REQUIRE(cond, ...)                                                              \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                                 \
+            exit(test_finish());                                                        \
+        }                                                                               \
+        __atomic_add_fetch(&test_checks_passed, 1, __ATOMIC_RELAXED);                   \
+    } while (0)
+
+/* Prints the summary line and returns 0 when no check failed, else 1. */
+int test_finish(void);
+
+/* Deterministic xorshift64* generator for tests and benchmarks. */
+static inline unsigned long long test_rand(unsigned long long *s)
+{
+    unsigned long long x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 2685821657736338717ULL;
+}
+
+#endif
