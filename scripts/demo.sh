@@ -11,6 +11,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
+"$(dirname "$0")/hugepages.sh" $((2 << 30)) || true
 echo "== fluxon up --dir $dir --dram 2GB"
 sock=$("$bin/fluxon" up --dir "$dir" --dram 2GB)
 echo "client socket: $sock"

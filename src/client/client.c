@@ -92,11 +92,7 @@ fx_client *fx_connect(const char *socket_path, int *err)
     c->client_id = hello->client_id;
     c->seg_size = hello->segment_size;
     msg_free(&hello->base);
-    /* Populate the page tables now: a put's first touch of an unmapped page
-     * costs a fault per 4 KiB, which would halve the copy rate. */
-    const char *pop = getenv("FLUXON_POPULATE");
-    int flags = MAP_SHARED | (pop && strcmp(pop, "0") == 0 ? 0 : MAP_POPULATE);
-    void *base = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, flags, seg_fd, 0);
+    void *base = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, seg_fd, 0);
     int map_errno = errno;
     close(seg_fd);
     if (base == MAP_FAILED) {
@@ -109,6 +105,7 @@ fx_client *fx_connect(const char *socket_path, int *err)
         e = client_fail(FX_ENOMEM, "cannot start the session thread");
         goto fail;
     }
+
     if (err)
         *err = 0;
     return c;

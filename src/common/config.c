@@ -69,6 +69,7 @@ static const struct cfg_key owner_keys[] = {
     {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1},
     {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0},
     {"fluxonkv_spec.prefault", CK_BOOL, OWNER_F(prefault), 0, 0},
+    {"fluxonkv_spec.use_hugepages", CK_BOOL, OWNER_F(use_hugepages), 0, 0},
     {"fluxonkv_spec.large_file_paths", CK_STRLIST, OWNER_F(large_file_paths),
      OWNER_F(n_large_file_paths), 0},
     {"fluxonkv_spec.large_limit_size", CK_SIZELIST, OWNER_F(large_limit_size),
@@ -882,6 +883,7 @@ void owner_config_init(owner_config *c)
     c->cluster_name = strdup("fluxon"); /* NULL on OOM: validate reports it */
     c->log_level = -1;
     c->prefault = true;
+    c->use_hugepages = true;
 }
 
 void master_config_init(master_config *c)

@@ -11,6 +11,7 @@
  *     memory_size: 2GB                      # required, > 0
  *     client_socket: ./var/owner0.sock      # required
  *     prefault: true                        # optional, touch the segment at start
+ *     use_hugepages: true                   # optional, 2 MiB pages when reserved
  *     large_file_paths: [/data/fx0, /data/fx1]
  *     large_limit_size: ["4GB", "8GB"]      # absent or null: no SSD tier
  *
@@ -44,6 +45,7 @@ typedef struct owner_config {
     uint64_t memory_size;   /* required, > 0 */
     char *client_socket;    /* required */
     bool prefault;          /* default true */
+    bool use_hugepages;     /* default true: hugetlb pages when enough are free */
     char **large_file_paths;
     size_t n_large_file_paths;
     uint64_t *large_limit_size; /* NULL when absent or null: no SSD tier */

@@ -26,7 +26,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: fluxon-owner --config FILE [--master HOST:PORT] [--memory-size SIZE]\n"
                "                    [--client-socket PATH] [--cluster-name NAME] [--node-name NAME]\n"
                "                    [--prefault true|false] [--large-file-paths P1,P2]\n"
-               "                    [--large-limit-size S1,S2] [--log-level LEVEL]\n");
+               "                    [--large-limit-size S1,S2] [--use-hugepages true|false]\n"
+               "                    [--log-level LEVEL]\n");
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -50,6 +51,7 @@ int main(int argc, char **argv)
         {"large-file-paths", required_argument, 0, 'f'},
         {"large-limit-size", required_argument, 0, 'L'},
         {"log-level", required_argument, 0, 'v'},
+        {"use-hugepages", required_argument, 0, 'H'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
     };
@@ -58,6 +60,7 @@ int main(int argc, char **argv)
         ['k'] = "fluxonkv_spec.client_socket", ['n'] = "cluster_name", ['N'] = "node_name",
         ['P'] = "fluxonkv_spec.prefault", ['f'] = "fluxonkv_spec.large_file_paths",
         ['L'] = "fluxonkv_spec.large_limit_size", ['v'] = "log_level",
+        ['H'] = "fluxonkv_spec.use_hugepages",
     };
     fx_log_init("owner");
     signal(SIGPIPE, SIG_IGN);
@@ -116,7 +119,7 @@ int main(int argc, char **argv)
         snprintf(default_name, sizeof default_name, "owner-%d", (int)getpid());
         o.cfg.node_name = strdup(default_name);
     }
-    int r = segment_create(&o.seg, o.cfg.memory_size, o.cfg.prefault);
+    int r = segment_create(&o.seg, o.cfg.memory_size, o.cfg.prefault, o.cfg.use_hugepages);
     if (r < 0) {
         fprintf(stderr, "fluxon-owner: fluxonkv_spec.memory_size: cannot create a %llu-byte "
                         "segment: %s\n",
