@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "fluxon/fluxon.h"
 #include "master/http.h"
 
 static master *the_master; /* the ops callbacks carry no user pointer */
@@ -38,7 +39,7 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         return;
     }
     if (!mb) {
-        net_reply_error(c, h, -22 /* EINVAL */, "%s before Register", msg_name(h->type));
+        net_reply_error(c, h, FX_EINVAL, "%s before Register", msg_name(h->type));
         return;
     }
     switch (h->type) {
@@ -153,10 +154,7 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
 void master_stop(master *m)
 {
     http_stop(m);
-    member *mb, *tmp;
-    HASH_ITER(hh, m->members, mb, tmp)
-        net_conn_close(mb->conn);
-    net_listener_close(m->listener);
+    net_listener_close(m->listener); /* closes every connection: members leave */
     uv_timer_stop(&m->sweep_timer);
     uv_close((uv_handle_t *)&m->sweep_timer, NULL);
     uv_check_stop(&m->flush_check);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/hashtable.h"
 #include "common/log.h"
 #include "net/frame.h"
 
@@ -41,6 +42,8 @@ struct net_conn {
     net_connect_fn on_connect;
     void *connect_ud;
     char peer[64];
+    struct net_listener *listener; /* that accepted it, while both are open */
+    struct net_conn *lprev, *lnext;
 };
 
 struct net_listener {
@@ -55,6 +58,7 @@ struct net_listener {
     net_accept_fn on_accept;
     void *ud;
     char path[108];
+    net_conn *conns; /* accepted and still open */
 };
 
 typedef struct write_req {
@@ -93,6 +97,10 @@ void net_conn_unref(net_conn *c)
 static void on_handle_closed(uv_handle_t *h)
 {
     net_conn *c = h->data;
+    if (c->listener) {
+        DL_DELETE2(c->listener->conns, c, lprev, lnext);
+        c->listener = NULL;
+    }
     if (c->ops && c->ops->on_close)
         c->ops->on_close(c);
     net_conn_unref(c);
@@ -341,6 +349,8 @@ static void on_connection(uv_stream_t *server, int status)
         snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
         uv_tcp_nodelay(&c->h.tcp, 1);
     }
+    c->listener = l;
+    DL_APPEND2(l->conns, c, lprev, lnext);
     if (conn_start(c) < 0) {
         net_conn_close(c);
         return;
@@ -417,6 +427,12 @@ void net_listener_close(net_listener *l)
 {
     if (!l)
         return;
+    net_conn *c, *tmp;
+    DL_FOREACH_SAFE2(l->conns, c, tmp, lnext) {
+        DL_DELETE2(l->conns, c, lprev, lnext);
+        c->listener = NULL;
+        net_conn_close(c);
+    }
     if (l->is_unix)
         unlink(l->path);
     uv_close(&l->h.handle, (uv_close_cb)free);

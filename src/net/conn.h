@@ -45,6 +45,7 @@ net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const 
                          net_accept_fn on_accept, void *ud, int *err);
 /* The bound TCP port (after listening on port 0). */
 int net_listener_port(const net_listener *l);
+/* Stops listening and closes every connection it accepted that is still open. */
 void net_listener_close(net_listener *l);
 
 /* Connects over TCP; on_connect gets the connection and 0, or a negative errno

@@ -624,7 +624,6 @@ static void on_ext_close(net_conn *c)
     revoke_started_puts(o, ec);
     if (ec->s)
         session_detach(o, ec->s, c);
-    DL_DELETE(o->ext_conns, ec);
     net_conn_set_data(c, NULL);
     free(ec);
 }
@@ -641,7 +640,6 @@ static void on_ext_accept(net_conn *c, void *ud)
     }
     ec->o = o;
     ec->conn = c;
-    DL_APPEND(o->ext_conns, ec);
     net_conn_set_data(c, ec);
     net_conn_set_max_body(c, 1u << 20); /* externals send keys and ids, never payload */
 }
@@ -671,9 +669,3 @@ void owner_ext_invalidate(owner *o, ProtobufCBinaryData *keys, size_t n)
             net_send(s->events, MSG_EXT_INVALIDATE_WEAK_INDEX, FRAME_ONEWAY, 0, &req.base);
 }
 
-void owner_ext_close_all(owner *o)
-{
-    ext_conn *ec, *tmp;
-    DL_FOREACH_SAFE(o->ext_conns, ec, tmp)
-        net_conn_close(ec->conn);
-}

@@ -141,7 +141,6 @@ int main(int argc, char **argv)
      * loop until the close callbacks have freed their state. */
     if (o.ext_listener)
         net_listener_close(o.ext_listener);
-    owner_ext_close_all(&o);
     if (o.master)
         net_conn_close(o.master);
     uv_close((uv_handle_t *)&sig_term, NULL);

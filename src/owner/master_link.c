@@ -35,7 +35,7 @@ void owner_stop(owner *o, int exit_code)
     o->stopping = true;
     o->exit_code = exit_code;
     if (o->ext_listener)
-        net_listener_close(o->ext_listener);
+        net_listener_close(o->ext_listener); /* and every external connection */
     o->ext_listener = NULL;
     uv_stop(o->loop);
 }

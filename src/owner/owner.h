@@ -71,7 +71,6 @@ typedef struct ext_conn {
     net_conn *conn;
     session *s; /* NULL until ExternalHello */
     ext_put *puts; /* started, not yet ended: revoked if the connection drops */
-    struct ext_conn *prev, *next;
 } ext_conn;
 
 typedef struct get_waiter {
@@ -105,7 +104,6 @@ typedef struct owner {
     uint32_t node_id;
     uint64_t tomb_tag;
     net_listener *ext_listener;
-    ext_conn *ext_conns; /* every open external connection */
     session *sessions; /* by client_id */
     uint64_t next_client_id;
     memory_info *get_cache; /* by key */
@@ -129,8 +127,7 @@ void owner_ack_holder(owner *o, uint64_t master_holder_id);
 int owner_ext_listen(owner *o);
 /* Forwards an invalidation to every external session. */
 void owner_ext_invalidate(owner *o, ProtobufCBinaryData *keys, size_t n);
-/* Closes every external connection (shutdown). */
-void owner_ext_close_all(owner *o);
+
 
 /* holders.c */
 /* A memory_info with one reference, the caller's (dropped with holders_mi_unref). */
