@@ -1,16 +1,21 @@
 /*
  * cluster.c - `fluxon up` and `fluxon down`: a local cluster of one master and
- * its owners, run in the background out of one directory (layout in cluster.h).
+ * its owners, run in the background out of one directory:
  *
- * up starts the master on a free port (it reports the port in master.addr),
- * writes each owner's YAML with that address, starts the owners, and returns
- * only once every owner answers a ping on its client socket; if anything fails
- * on the way it stops what it started and shows the failing daemon's log.
- * down stops the daemons named by the pid files, owners first so that none
- * reports to a master that is already gone, and removes the runtime files.
+ *   DIR/master.pid  master.addr  master.log
+ *   DIR/owner0.pid  owner0.yaml  owner0.log  owner0.sock
+ *
+ * Pid files name the running daemons; master.addr is the master's
+ * "HOST:PORT\n", written by the master once it listens; logs stay after
+ * `down` for a post-mortem.
+ *
+ * up starts the master on a free port, writes each owner's YAML with that
+ * address, starts the owners, and returns only once every owner answers a
+ * ping on its client socket; if anything fails on the way it stops what it
+ * started and shows the failing daemon's log. down stops the daemons named by
+ * the pid files, owners first so that none reports to a master that is already
+ * gone, and removes the runtime files.
  */
-#include "cli/cluster.h"
-
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/fileio.h"
@@ -20,6 +25,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -29,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MASTER_ADDR_TIMEOUT_MS 10000
@@ -39,10 +46,13 @@
 #define UP_ABORT_TERM_MS 2000
 #define LOG_TAIL_LINES 20
 #define GIB (1024ull * 1024 * 1024)
+#define CLUSTER_NAME "fluxon"
+#define CLUSTER_MAX_OWNERS 256
 
 /* ---- directory layout ------------------------------------------------------ */
 
-int cluster_path(char *out, size_t cap, const char *dir, const char *name)
+/* Writes "DIR/NAME" into out. Returns 0, or -ENAMETOOLONG. */
+static int cluster_path(char *out, size_t cap, const char *dir, const char *name)
 {
     if ((size_t)snprintf(out, cap, "%s/%s", dir, name) >= cap)
         return -ENAMETOOLONG;
@@ -60,8 +70,17 @@ static bool has_suffix(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-int cluster_list(const char *dir, const char *prefix, const char *suffix, char **names,
-                 size_t max)
+static void cluster_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+}
+
+/* Lists the entries of dir named PREFIX*SUFFIX, sorted, into names (each
+ * malloc'd; free with cluster_names_free). Returns the count (at most max)
+ * or -errno (-ENOENT when dir is absent). */
+static int cluster_list(const char *dir, const char *prefix, const char *suffix, char **names,
+                        size_t max)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -81,12 +100,6 @@ int cluster_list(const char *dir, const char *prefix, const char *suffix, char *
     closedir(d);
     qsort(names, n, sizeof names[0], cmp_names);
     return (int)n;
-}
-
-void cluster_names_free(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
 }
 
 /* Removes DIR/PREFIX*SUFFIX (a missing file is fine). */
@@ -287,10 +300,66 @@ static int owner_ready_timeout_ms(uint64_t dram)
     return OWNER_READY_TIMEOUT_MS + (int)extra;
 }
 
+/* Connects to the owner and pings it in a child process, so that a library
+ * call that blocks cannot hold `up` past its deadline. Returns 0 when the
+ * owner answered, -1 otherwise with the reason in why. */
+static int probe_owner(const char *sock, int64_t deadline, char *why, size_t cap)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        snprintf(why, cap, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL); /* the child must not write our buffered output again */
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, cap, "fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        int err = FX_ECONN;
+        fx_client *c = fx_connect(sock, &err);
+        if (c)
+            err = fx_ping(c);
+        if (err != 0) {
+            char msg[512];
+            int n = snprintf(msg, sizeof msg, "%s: %s", fx_strerror(err), fx_last_error_detail());
+            if (n > 0 && write(pfd[1], msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1) < 0)
+                err = FX_ECONN; /* the parent is gone or the pipe broke: nothing to report */
+        }
+        fx_close(c);
+        _exit(err == 0 ? 0 : 1);
+    }
+    close(pfd[1]);
+
+    int status = 0, r;
+    while ((r = proc_reap(pid, &status)) == 0 && proc_now_ms() < deadline && !up_signal)
+        proc_sleep_ms(2);
+    if (r == 0) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        snprintf(why, cap, "no answer to a ping");
+        close(pfd[0]);
+        return -1;
+    }
+    ssize_t n = read(pfd[0], why, cap - 1);
+    close(pfd[0]);
+    why[n > 0 ? n : 0] = '\0';
+    if (r == 1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    if (n <= 0)
+        proc_describe_status(status, why, cap);
+    return -1;
+}
+
 /* Waits until the owner answers a ping on its client socket. */
 static int wait_owner_ready(struct up_run *run, const char *sock, int timeout_ms)
 {
-    char why[128], last[512] = "";
+    char why[128], last[512] = "", probe[384];
     int64_t deadline = proc_now_ms() + timeout_ms;
     for (;;) {
         if (up_signal)
@@ -306,17 +375,9 @@ static int wait_owner_ready(struct up_run *run, const char *sock, int timeout_ms
         }
         struct stat st;
         if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
-            int err = 0;
-            fx_client *c = fx_connect(sock, &err);
-            if (c)
-                err = fx_ping(c);
-            if (c && err == 0) {
-                fx_close(c);
+            if (probe_owner(sock, deadline, probe, sizeof probe) == 0)
                 return CLI_OK;
-            }
-            snprintf(last, sizeof last, " (last try: %s: %s)", fx_strerror(err),
-                     fx_last_error_detail());
-            fx_close(c);
+            snprintf(last, sizeof last, " (last try: %s)", probe);
         }
         if (proc_now_ms() >= deadline)
             return up_fail(run, run->owner_log, "fluxon-owner did not answer on %s within %d s%s",
