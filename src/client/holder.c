@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "client/client.h"
+#include "common/memdup.h"
 
 fx_holder *holder_index_get(fx_client *c, const char *key, size_t klen)
 {
@@ -33,12 +34,11 @@ fx_holder *holder_new(fx_client *c, const char *key, size_t klen, const Fx__Exte
     fx_holder *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
-    h->key = malloc(klen);
+    h->key = fx_memdup(key, klen);
     if (!h->key) {
         free(h);
         return NULL;
     }
-    memcpy(h->key, key, klen);
     h->klen = klen;
     h->refs = 1;
     h->c = c;

@@ -9,6 +9,7 @@
  * always sees the response before the invalidation it causes.
  */
 #include "master/master.h"
+#include "common/memdup.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +45,9 @@ static void queue_invalidation(member *mb, const char *key, size_t klen)
         mb->pending_inval_lens = lens;
         mb->cap_pending_inval = cap;
     }
-    char *k = malloc(klen ? klen : 1);
+    char *k = fx_memdup(key, klen);
     if (!k)
         return;
-    memcpy(k, key, klen);
     mb->pending_invalidations[mb->n_pending_inval] = k;
     mb->pending_inval_lens[mb->n_pending_inval++] = klen;
 }

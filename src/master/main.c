@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/flags.h"
 #include "common/log.h"
 #include "master/master.h"
 
@@ -63,16 +64,9 @@ int main(int argc, char **argv)
     master_config_init(&m.cfg);
     char err[512];
     const char *config = NULL, *port_file = NULL;
-    /* First pass: the config file, so that flags override it. */
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-            config = argv[i + 1];
-        else if (strncmp(argv[i], "--config=", 9) == 0)
-            config = argv[i] + 9;
-        else if (strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
+    if (flags_prescan(argc, argv, &config)) {
+        usage(stdout);
+        return 0;
     }
     if (config && master_config_load(&m.cfg, config, err, sizeof err) < 0) {
         fprintf(stderr, "fluxon-master: %s\n", err);

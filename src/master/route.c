@@ -2,6 +2,7 @@
  * route.c - kv_routes and the route object (see route.h).
  */
 #include "master/route.h"
+#include "common/memdup.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -13,12 +14,11 @@ route *route_new(const void *key, size_t klen, put_id pid, uint64_t len)
     route *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    r->key = malloc(klen ? klen : 1);
+    r->key = fx_memdup(key, klen);
     if (!r->key) {
         free(r);
         return NULL;
     }
-    memcpy(r->key, key, klen);
     r->klen = klen;
     r->pid = pid;
     r->len = len;

@@ -13,6 +13,7 @@
  * started puts are revoked.
  */
 #include "owner/owner.h"
+#include "common/memdup.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -46,12 +47,11 @@ static ext_call *call_new(owner *o, net_conn *c, const frame_hdr *h, const void 
     ext_call *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
-    x->key = malloc(klen ? klen : 1);
+    x->key = fx_memdup(key, klen);
     if (!x->key) {
         free(x);
         return NULL;
     }
-    memcpy(x->key, key, klen);
     x->klen = klen;
     x->o = o;
     x->conn = c;
@@ -467,7 +467,7 @@ static void on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetRe
     }
     pg = calloc(1, sizeof *pg);
     if (pg)
-        pg->key = malloc(req->key.len);
+        pg->key = fx_memdup(req->key.data, req->key.len);
     if (!pg || !pg->key) {
         free(pg);
         net_conn_unref(w->conn);
@@ -475,7 +475,6 @@ static void on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetRe
         net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
         return;
     }
-    memcpy(pg->key, req->key.data, req->key.len);
     pg->klen = req->key.len;
     w->next = NULL;
     pg->waiters = w;

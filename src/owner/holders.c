@@ -3,6 +3,7 @@
  * holdings of each external session (see owner.h for the three layers).
  */
 #include "owner/owner.h"
+#include "common/memdup.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -15,12 +16,11 @@ memory_info *holders_mi_new(owner *o, const void *key, size_t klen, uint64_t mas
     memory_info *mi = calloc(1, sizeof *mi);
     if (!mi)
         return NULL;
-    mi->key = malloc(klen ? klen : 1);
+    mi->key = fx_memdup(key, klen);
     if (!mi->key) {
         free(mi);
         return NULL;
     }
-    memcpy(mi->key, key, klen);
     mi->klen = klen;
     mi->master_holder_id = master_holder_id;
     mi->offset = offset;

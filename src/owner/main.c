@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/flags.h"
 #include "common/log.h"
 #include "owner/owner.h"
 
@@ -68,15 +69,9 @@ int main(int argc, char **argv)
     owner_config_init(&o.cfg);
     char err[512];
     const char *config = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-            config = argv[i + 1];
-        else if (strncmp(argv[i], "--config=", 9) == 0)
-            config = argv[i] + 9;
-        else if (strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
+    if (flags_prescan(argc, argv, &config)) {
+        usage(stdout);
+        return 0;
     }
     if (config && owner_config_load(&o.cfg, config, err, sizeof err) < 0) {
         fprintf(stderr, "fluxon-owner: %s\n", err);
