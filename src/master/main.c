@@ -41,6 +41,7 @@ static void on_signal(uv_signal_t *s, int signum)
 
 int main(int argc, char **argv)
 {
+    int rc = 0;
     static const struct option opts[] = {
         {"listen", required_argument, 0, 'l'},
         {"http", required_argument, 0, 'h'},
@@ -66,11 +67,12 @@ int main(int argc, char **argv)
     const char *config = NULL, *port_file = NULL;
     if (flags_prescan(argc, argv, &config)) {
         usage(stdout);
-        return 0;
+        goto out;
     }
     if (config && master_config_load(&m.cfg, config, err, sizeof err) < 0) {
         fprintf(stderr, "fluxon-master: %s\n", err);
-        return 2;
+        rc = 2;
+        goto out;
     }
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -82,27 +84,32 @@ int main(int argc, char **argv)
         }
         if (c == '?' || c < 0 || c >= 128 || !keys[c]) {
             usage(stderr);
-            return 2;
+            rc = 2;
+            goto out;
         }
         if (master_config_set(&m.cfg, keys[c], optarg, err, sizeof err) < 0) {
             fprintf(stderr, "fluxon-master: %s\n", err);
-            return 2;
+            rc = 2;
+            goto out;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "fluxon-master: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (master_config_validate(&m.cfg, err, sizeof err) < 0) {
         fprintf(stderr, "fluxon-master: %s\n", err);
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (m.cfg.log_level >= 0)
         fx_log_threshold = m.cfg.log_level;
     uv_loop_t *loop = uv_default_loop();
     if (master_start(&m, loop, port_file) < 0) {
         fprintf(stderr, "fluxon-master: cannot start (see log)\n");
-        return 1;
+        rc = 1;
+        goto out;
     }
     uv_signal_init(loop, &sig_term);
     uv_signal_init(loop, &sig_int);
@@ -111,6 +118,8 @@ int main(int argc, char **argv)
     uv_signal_start(&sig_int, on_signal, SIGINT);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
+    rc = 0;
+out:
     master_config_free(&m.cfg);
-    return 0;
+    return rc;
 }

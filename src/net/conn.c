@@ -148,6 +148,11 @@ int net_conn_fd(const net_conn *c)
     return fd;
 }
 
+size_t net_conn_write_queue(const net_conn *c)
+{
+    return uv_stream_get_write_queue_size(&c->h.stream);
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;

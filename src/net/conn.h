@@ -72,6 +72,8 @@ void net_conn_set_data(net_conn *c, void *data);
 const char *net_conn_peer(const net_conn *c);
 /* The OS file descriptor (for SCM_RIGHTS on Unix sockets), or -1. */
 int net_conn_fd(const net_conn *c);
+/* Bytes accepted by net_send and not yet written to the socket. */
+size_t net_conn_write_queue(const net_conn *c);
 /* Largest body accepted from this peer (default FRAME_MAX_BODY). */
 void net_conn_set_max_body(net_conn *c, uint32_t max_body);
 

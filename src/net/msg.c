@@ -56,12 +56,50 @@ const char *msg_name(uint16_t type)
     return msg_table[type].name;
 }
 
+/* protobuf-c refuses field number 0 only when the first byte of the tag shows
+ * it: an overlong tag varint (0x81 0x00 ...) slips through as an unknown field
+ * of tag 0, which then packs into bytes protobuf-c itself refuses. True when m
+ * or a message nested in it holds such a field. */
+static bool has_field_zero(const ProtobufCMessage *m)
+{
+    for (unsigned i = 0; i < m->n_unknown_fields; i++)
+        if (m->unknown_fields[i].tag == 0)
+            return true;
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        const char *at = (const char *)m + f->offset;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n;
+            ProtobufCMessage **v;
+            memcpy(&n, (const char *)m + f->quantifier_offset, sizeof n);
+            memcpy(&v, at, sizeof v);
+            for (size_t j = 0; j < n; j++)
+                if (has_field_zero(v[j]))
+                    return true;
+        } else {
+            const ProtobufCMessage *sub;
+            memcpy(&sub, at, sizeof sub);
+            if (sub && has_field_zero(sub))
+                return true;
+        }
+    }
+    return false;
+}
+
 ProtobufCMessage *msg_decode(uint16_t type, bool response, const uint8_t *body, size_t len)
 {
     const ProtobufCMessageDescriptor *d = msg_descriptor(type, response);
     if (!d)
         return NULL;
-    return protobuf_c_message_unpack(d, NULL, len, body);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, body);
+    if (m && has_field_zero(m)) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        return NULL;
+    }
+    return m;
 }
 
 void msg_free(ProtobufCMessage *m)

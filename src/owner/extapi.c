@@ -153,6 +153,15 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
         net_reply(c, h, &resp.base);
         return;
     }
+    /* The segment fd rides on a raw sendmsg beside libuv's write queue: that
+     * keeps the byte stream in order only while nothing is queued, and the
+     * loop thread must never wait for a peer that does not read. */
+    if (net_conn_write_queue(c) > 0) {
+        FX_LOG(WARN, "%s: ExternalHello while earlier answers are unread; closing",
+               net_conn_peer(c));
+        net_conn_close(c);
+        return;
+    }
     session *s = calloc(1, sizeof *s);
     if (!s) {
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
@@ -165,11 +174,11 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
     ec->s = s;
     resp.client_id = s->client_id;
     /* The segment fd rides with the response: encode it here and send it with
-     * SCM_RIGHTS on the raw socket. Nothing else was written on this fresh
-     * connection, so the byte stream stays in order. */
+     * SCM_RIGHTS on the raw socket, without waiting (timeout 0): a peer whose
+     * socket cannot take a few dozen bytes now is not reading, and is dropped. */
     size_t len;
     uint8_t *buf = msg_encode(h->type, FRAME_RESPONSE, h->req_id, &resp.base, &len);
-    int r = buf ? fdpass_send(net_conn_fd(c), buf, len, o->seg.fd, 1000) : -ENOMEM;
+    int r = buf ? fdpass_send(net_conn_fd(c), buf, len, o->seg.fd, 0) : -ENOMEM;
     free(buf);
     if (r < 0) {
         FX_LOG(WARN, "%s: cannot pass the segment: %s", net_conn_peer(c), strerror(-r));

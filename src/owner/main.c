@@ -41,6 +41,7 @@ static void on_signal(uv_signal_t *s, int signum)
 
 int main(int argc, char **argv)
 {
+    int rc = 0;
     static const struct option opts[] = {
         {"config", required_argument, 0, 'c'},
         {"master", required_argument, 0, 'm'},
@@ -71,11 +72,12 @@ int main(int argc, char **argv)
     const char *config = NULL;
     if (flags_prescan(argc, argv, &config)) {
         usage(stdout);
-        return 0;
+        goto out;
     }
     if (config && owner_config_load(&o.cfg, config, err, sizeof err) < 0) {
         fprintf(stderr, "fluxon-owner: %s\n", err);
-        return 2;
+        rc = 2;
+        goto out;
     }
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -83,31 +85,37 @@ int main(int argc, char **argv)
             continue;
         if (c == '?' || c < 0 || c >= 128 || !keys[c]) {
             usage(stderr);
-            return 2;
+            rc = 2;
+            goto out;
         }
         if (owner_config_set(&o.cfg, keys[c], optarg, err, sizeof err) < 0) {
             fprintf(stderr, "fluxon-owner: %s\n", err);
-            return 2;
+            rc = 2;
+            goto out;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "fluxon-owner: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (owner_config_validate(&o.cfg, err, sizeof err) < 0) {
         fprintf(stderr, "fluxon-owner: %s\n", err);
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (o.cfg.large_limit_size) {
         fprintf(stderr, "fluxon-owner: fluxonkv_spec.large_limit_size: the SSD tier is not "
                         "implemented yet; remove the key to run memory-only\n");
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (o.cfg.log_level >= 0)
         fx_log_threshold = o.cfg.log_level;
     if (config_parse_hostport(o.cfg.master, o.master_host, sizeof o.master_host, &o.master_port) < 0) {
         fprintf(stderr, "fluxon-owner: master: '%s' is not HOST:PORT\n", o.cfg.master);
-        return 2;
+        rc = 2;
+        goto out;
     }
     char default_name[64];
     if (!o.cfg.node_name) {
@@ -119,7 +127,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "fluxon-owner: fluxonkv_spec.memory_size: cannot create a %llu-byte "
                         "segment: %s\n",
                 (unsigned long long)o.cfg.memory_size, strerror(-r));
-        return 1;
+        rc = 1;
+        goto out;
     }
     o.loop = uv_default_loop();
     uv_signal_init(o.loop, &sig_term);
@@ -129,7 +138,8 @@ int main(int argc, char **argv)
     uv_signal_start(&sig_int, on_signal, SIGINT);
     if (owner_master_connect(&o) < 0) {
         fprintf(stderr, "fluxon-owner: master: cannot connect to '%s'\n", o.cfg.master);
-        return 2;
+        rc = 2;
+        goto out;
     }
     uv_run(o.loop, UV_RUN_DEFAULT);
     /* Orderly teardown: close the master link and every connection, run the
@@ -149,6 +159,8 @@ int main(int argc, char **argv)
     unlink(o.cfg.client_socket);
     segment_destroy(&o.seg);
     free(o.acks);
+    rc = o.exit_code;
+out:
     owner_config_free(&o.cfg);
-    return o.exit_code;
+    return rc;
 }
