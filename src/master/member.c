@@ -67,6 +67,7 @@ void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Register
     mb->last_heartbeat_ms = master_now_ms(m);
     HASH_ADD(hh, m->members, node_id, sizeof mb->node_id, mb);
     net_conn_set_data(c, mb);
+    net_conn_set_max_body(c, FRAME_MAX_BODY);
     FX_LOG(INFO, "member %u '%s' registered from %s: segment %llu bytes, tomb %llu", mb->node_id,
            mb->name, net_conn_peer(c), (unsigned long long)req->segment_size,
            (unsigned long long)mb->tomb_tag);

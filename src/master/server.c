@@ -89,6 +89,16 @@ static void on_close(net_conn *c)
 
 static const net_conn_ops master_conn_ops = {.on_frame = on_frame, .on_close = on_close};
 
+/* Until it registers, a peer may only send small frames (a Register is a few
+ * hundred bytes), so strangers cannot make the master buffer 16 MiB each. */
+#define UNREGISTERED_MAX_BODY (64u * 1024u)
+
+static void on_accept(net_conn *c, void *ud)
+{
+    (void)ud;
+    net_conn_set_max_body(c, UNREGISTERED_MAX_BODY);
+}
+
 static void on_sweep(uv_timer_t *t)
 {
     master *m = t->data;
@@ -126,7 +136,7 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     m->next_holder_id = 1;
     m->next_put_version = 1;
     int err = 0;
-    m->listener = net_listen(loop, m->cfg.listen, false, &master_conn_ops, NULL, m, &err);
+    m->listener = net_listen(loop, m->cfg.listen, false, &master_conn_ops, on_accept, m, &err);
     if (!m->listener) {
         FX_LOG(ERROR, "listen: cannot listen on %s: %s", m->cfg.listen, uv_strerror(err));
         return err;

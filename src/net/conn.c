@@ -22,6 +22,9 @@
 #include "net/frame.h"
 
 #define READ_CHUNK (64u * 1024u)
+/* A peer that leaves more than this unread in our write queue is not reading:
+ * it is dropped rather than allowed to grow our memory without bound. */
+#define MAX_WRITE_QUEUE (64u << 20)
 
 struct net_conn {
     union {
@@ -286,8 +289,15 @@ int net_send(net_conn *c, uint16_t type, uint16_t flags, uint64_t req_id, const 
         free(buf);
         free(w);
         net_conn_close(c);
+        return r;
     }
-    return r;
+    if (uv_stream_get_write_queue_size(&c->h.stream) > MAX_WRITE_QUEUE) {
+        FX_LOG(WARN, "%s: more than %u bytes of answers unread; closing", c->peer,
+               MAX_WRITE_QUEUE);
+        net_conn_close(c);
+        return -ECONNRESET;
+    }
+    return 0;
 }
 
 int net_reply(net_conn *c, const frame_hdr *h, const ProtobufCMessage *m)
