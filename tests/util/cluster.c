@@ -88,6 +88,11 @@ static int wait_exit(pid_t pid, int timeout_ms, int *status)
 
 int cluster_start(test_cluster *tc, uint64_t memory_size)
 {
+    return cluster_start_args(tc, memory_size, NULL);
+}
+
+int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const *master_args)
+{
     memset(tc, 0, sizeof *tc);
     snprintf(tc->dir, sizeof tc->dir, "/tmp/fx-test-XXXXXX");
     if (!mkdtemp(tc->dir)) {
@@ -99,8 +104,10 @@ int cluster_start(test_cluster *tc, uint64_t memory_size)
     snprintf(log, sizeof log, "%s/master.log", tc->dir);
     char mbin[512];
     snprintf(mbin, sizeof mbin, "%s", cluster_bin("fluxon-master"));
-    char *margv[] = {mbin, "--listen", "127.0.0.1:0", "--port-file", port_file,
-                     "--cluster-name", "test", NULL};
+    char *margv[24] = {mbin, "--listen", "127.0.0.1:0", "--port-file", port_file,
+                       "--cluster-name", "test", NULL};
+    for (int i = 0, n = 7; master_args && master_args[i] && n < 23; i++)
+        margv[n++] = (char *)master_args[i];
     tc->master_pid = spawn(margv, log);
     for (int i = 0; i < 1000 && !tc->master_addr[0]; i++) {
         FILE *f = fopen(port_file, "r");

@@ -23,6 +23,8 @@ typedef struct test_cluster {
 /* Starts a master and one owner with a memory_size-byte segment. Returns 0, or
  * -1 after printing why (with the logs) to stderr. */
 int cluster_start(test_cluster *tc, uint64_t memory_size);
+/* The same with extra fluxon-master flags (NULL-terminated, may be NULL). */
+int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const *master_args);
 /* Stops both processes (SIGTERM, then SIGKILL after 10 s). Returns 0 when
  * both exited cleanly with status 0, else -1 (and prints their logs). */
 int cluster_stop(test_cluster *tc);
