@@ -148,7 +148,9 @@ int client_notify(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage 
 int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHelloResp **hello,
                 int *seg_fd)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* Non-blocking, so that every wait goes through poll with the call's
+     * deadline (FLUXON_TIMEOUT_MS) and a stuck owner cannot hang a caller. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return client_fail(FX_ECONN, "socket: %s", strerror(errno));
     struct sockaddr_un sa = {.sun_family = AF_UNIX};

@@ -43,7 +43,7 @@ void owner_stop(owner *o, int exit_code)
 static void flush_acks(owner *o)
 {
     uv_timer_stop(&o->ack_timer);
-    if (!o->n_acks || !o->registered)
+    if (!o->n_acks || !o->registered || !o->mrpc)
         return;
     Fx__BatchDeleteAckReq req = FX__BATCH_DELETE_ACK_REQ__INIT;
     req.n_holder_ids = o->n_acks;
@@ -203,7 +203,7 @@ static void on_master_close(net_conn *c)
     o->master = NULL;
     if (o->registered && !o->stopping) {
         FX_LOG(ERROR, "lost the connection to the master; stopping (holders cannot be kept safe)");
-        o->registered = false;
         owner_stop(o, 1);
     }
+    o->registered = false;
 }

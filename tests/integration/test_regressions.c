@@ -1,0 +1,79 @@
+/*
+ * test_regressions.c - fixed bugs, each in a function named after what broke.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "fluxon/fluxon.h"
+#include "testlib.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The owner crashed on SIGTERM when its get cache held 256 or more entries:
+ * the last holder acks were flushed to an already freed master link. */
+static void owner_shutdown_with_full_get_cache(void)
+{
+    test_cluster tc;
+    REQUIRE(cluster_start(&tc, 64ull << 20) == 0, "cluster start");
+    int err;
+    fx_client *c = fx_connect(tc.socket, &err);
+    REQUIRE(c, "connect");
+    char key[32], val[64] = "value";
+    for (int i = 0; i < 300; i++) {
+        int kl = snprintf(key, sizeof key, "cached-%d", i);
+        CHECK(fx_put(c, key, (size_t)kl, val, sizeof val) == 0, "put");
+        fx_holder *h;
+        if (fx_get(c, key, (size_t)kl, &h) == 0)
+            fx_holder_release(h);
+    }
+    fx_close(c);
+    CHECK(cluster_stop(&tc) == 0, "owner with 300 cached entries stops cleanly on SIGTERM");
+}
+
+/* Client timeouts were never enforced: the sockets were blocking, so a stuck
+ * owner hung every call forever. */
+static void client_call_times_out_when_owner_is_stuck(void)
+{
+    test_cluster tc;
+    REQUIRE(cluster_start(&tc, 16ull << 20) == 0, "cluster start");
+    setenv("FLUXON_TIMEOUT_MS", "500", 1);
+    int err;
+    fx_client *c = fx_connect(tc.socket, &err);
+    REQUIRE(c, "connect");
+    CHECK(fx_ping(c) == 0, "ping while the owner runs");
+    kill(tc.owner_pid, SIGSTOP);
+    double t0 = now_s();
+    int r = fx_ping(c);
+    double dt = now_s() - t0;
+    CHECK(r == FX_ETIMEDOUT, "ping of a stopped owner: %s", fx_strerror(r));
+    CHECK(dt < 3.0, "the call gave up after %.2f s (timeout 0.5 s)", dt);
+    fx_holder *h;
+    t0 = now_s();
+    r = fx_get(c, "k", 1, &h);
+    CHECK(r == FX_ETIMEDOUT && now_s() - t0 < 3.0, "get of a stopped owner times out: %s",
+          fx_strerror(r));
+    kill(tc.owner_pid, SIGCONT);
+    CHECK(fx_ping(c) == 0, "a fresh connection works once the owner runs again: %s",
+          fx_last_error_detail());
+    unsetenv("FLUXON_TIMEOUT_MS");
+    fx_close(c);
+    CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
+}
+
+int main(void)
+{
+    owner_shutdown_with_full_get_cache();
+    client_call_times_out_when_owner_is_stuck();
+    return test_finish();
+}
