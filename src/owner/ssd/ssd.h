@@ -1,0 +1,158 @@
+/*
+ * ssd.h - KvSsdStorage: the owner-local SSD tier as a library (spec 000 §2,
+ * §5.3, §6; DESIGN §6).
+ *
+ * Like memcached's extstore: an opaque handle, a config struct in, result
+ * codes out, no include from the daemon. The owner persists a value with
+ * ssd_write() after PutDone and refills DRAM with ssd_load_into_addr() or the
+ * chunked ssd_load_into_addr_chunks(); the ring's evictions come out of
+ * ssd_pop_evictions() for the owner to batch to the master.
+ *
+ * Layout: one cache root per configured path,
+ * <path>/<cluster_name>_cluster_kv_ssd_storage/<instance>/, created if missing
+ * and locked exclusively (a second store on the same root fails to open).
+ * Roots on the same device (st_dev) are de-duplicated, first wins. Each device
+ * gets shards_per_device shard files (created, truncated and fully reserved
+ * with fallocate at open: a disk that is too small fails here), one ring per
+ * shard, and one io_uring engine. Values go to devices round-robin; one value
+ * is one contiguous region of one shard.
+ *
+ * Every entry keeps an xxHash3 checksum of the payload, verified on every read:
+ * a mismatch drops the entry and the read reports SSD_ENOTFOUND, never bytes
+ * that differ from what was written.
+ *
+ * All functions are thread-safe. Reads and writes block the calling thread
+ * until their IO completes (the owner calls them from worker threads).
+ */
+#ifndef FX_SSD_SSD_H
+#define FX_SSD_SSD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SSD_ALIGN 512u
+
+enum ssd_result {
+    SSD_OK = 0,
+    SSD_ENOTFOUND = -1, /* no committed entry for (key, put_id), or it went stale */
+    SSD_EIO = -2,       /* the device failed the IO (or it was short) */
+    SSD_E2BIG = -3,     /* the value does not fit in one shard */
+    SSD_EINVAL = -4,    /* bad argument or config */
+    SSD_ENOMEM = -5,
+    SSD_ECLOSED = -6,   /* the store is closing */
+};
+
+typedef struct ssd_put_id {
+    uint64_t time_ms;
+    uint32_t version;
+} ssd_put_id;
+
+typedef struct ssd_config {
+    const char *cluster_name;  /* root name component, required */
+    const char *instance;      /* the owner instance, required, no '/' */
+    const char *const *paths;  /* large_file_paths */
+    const uint64_t *limits;    /* large_limit_size, same length, each >= 512 */
+    size_t n_paths;
+    size_t n_limits;           /* must equal n_paths */
+    unsigned shards_per_device; /* 0: 4 */
+    unsigned io_depth;          /* 0: 32 */
+    bool iovec_mode;            /* IORING_OP_READV/WRITEV instead of READ/WRITE */
+    size_t eviction_queue_cap;  /* 0: 65536 */
+} ssd_config;
+
+typedef struct ssd_store ssd_store;
+typedef struct ssd_guard ssd_guard;
+
+/* Opens the store. Returns SSD_OK with *out set, or an error with a message
+ * naming what was wrong in err (for example "large_limit_size[1]: 100 bytes is
+ * under the 512-byte minimum" or "root /x/...: locked by another owner"). */
+int ssd_open(const ssd_config *cfg, ssd_store **out, char *err, size_t errlen);
+/* Waits for in-flight IO, closes the files and frees the store (NULL-safe).
+ * Guards must have been released. */
+void ssd_close(ssd_store *s);
+
+/* Persists len bytes from src as (key, put_id): copies them into a 512-aligned
+ * buffer with zeroed padding, reserves aligned_len in a shard (waiting while
+ * the ring is blocked by busy entries), writes, and commits only when exactly
+ * aligned_len bytes were written. With guard non-NULL, *guard pins the
+ * committed entry against overwrite until ssd_guard_release() (the spec's
+ * KvSsdPersistGuard for the master's commit window). A (key, put_id) written
+ * again replaces the older entry. Returns SSD_OK, SSD_EIO (nothing committed),
+ * SSD_E2BIG, SSD_EINVAL, SSD_ENOMEM or SSD_ECLOSED. */
+int ssd_write(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, const void *src,
+              uint64_t len, ssd_guard **guard);
+void ssd_guard_release(ssd_guard *g);
+
+/* Reads the committed value of (key, put_id) into addr: exactly len bytes
+ * (the entry's length) become visible there. The read goes straight into addr
+ * when addr, the file offset and the length are 512-aligned and capacity
+ * covers the aligned length; otherwise through an aligned scratch buffer with
+ * a copy of the real bytes only (bytes of addr past len are untouched then).
+ * Returns SSD_OK, SSD_ENOTFOUND (absent, stale after the IO, or checksum
+ * mismatch: the entry is dropped), SSD_EIO, SSD_EINVAL (len differs from the
+ * entry's) or SSD_ECLOSED. */
+int ssd_load_into_addr(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, void *addr,
+                       uint64_t len, uint64_t capacity);
+
+/* One ready chunk of a chunked load: bytes [offset, offset+len) of the value
+ * are in place at addr + offset. The last item has last = true and carries the
+ * load's final status (SSD_OK only if every chunk was read and the checksum of
+ * the whole value verified); a consumer must not publish the target before it
+ * saw the last item with SSD_OK. */
+typedef struct ssd_chunk {
+    uint64_t offset;
+    uint64_t len;
+    bool last;
+    int status;
+} ssd_chunk;
+
+typedef struct ssd_chunk_queue ssd_chunk_queue;
+
+/* A bounded queue of ready chunks (slots: 0 means 8). */
+ssd_chunk_queue *ssd_chunk_queue_new(unsigned slots);
+void ssd_chunk_queue_free(ssd_chunk_queue *q);
+/* Blocks until a chunk is ready; returns it. */
+ssd_chunk ssd_chunk_queue_pop(ssd_chunk_queue *q);
+
+/* The producer side of the spec's remote refill pipeline: reads the value in
+ * chunk_bytes pieces (0: 4 MiB) into addr with up to max_inflight reads in
+ * flight (0: 4), pushing each chunk to q as it becomes ready (in offset order),
+ * then a last item with the status. Blocks until the last item is queued;
+ * run it on its own thread while a consumer pops. The read pin is released
+ * after the last chunk is queued. Returns the same status as the last item. */
+int ssd_load_into_addr_chunks(ssd_store *s, const void *key, size_t klen, ssd_put_id pid,
+                              void *addr, uint64_t len, uint64_t capacity, uint64_t chunk_bytes,
+                              unsigned max_inflight, ssd_chunk_queue *q);
+
+/* Evicted (key, put_id) pairs, each reported exactly once, for the owner's
+ * BatchSsdReplicaEvict. The queue is bounded (eviction_queue_cap): when it is
+ * full, evictions are dropped and counted, and writes never wait for it. */
+typedef struct ssd_eviction {
+    char *key; /* malloc'd, owned by the caller after pop */
+    size_t klen;
+    ssd_put_id pid;
+} ssd_eviction;
+/* Moves up to cap evictions into out; returns how many. */
+size_t ssd_pop_evictions(ssd_store *s, ssd_eviction *out, size_t cap);
+
+typedef struct ssd_device_stats {
+    char root[512];
+    uint64_t capacity_bytes; /* kv_ssd_capacity_bytes of this device */
+    uint64_t used_bytes;     /* kv_ssd_used_bytes: ring space between tail and head */
+} ssd_device_stats;
+
+typedef struct ssd_stats {
+    uint64_t capacity_bytes, used_bytes; /* totals */
+    uint64_t entries;
+    uint64_t writes, write_errors;
+    uint64_t direct_reads, scratch_reads, read_errors;
+    uint64_t checksum_failures, stale_reads;
+    uint64_t evictions, evictions_dropped;
+    size_t n_devices;
+    ssd_device_stats devices[8]; /* the first 8 devices */
+} ssd_stats;
+
+void ssd_get_stats(ssd_store *s, ssd_stats *out);
+
+#endif

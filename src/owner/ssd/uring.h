@@ -1,0 +1,72 @@
+/*
+ * uring.h - the IO engine of one SSD device: an io_uring ring driven by its
+ * own thread, with separate read and write channels (spec 000 §6.4).
+ *
+ * Any thread submits requests; the engine thread moves them into SQEs while
+ * fewer than io_depth are in flight, choosing the read channel first while
+ * read_inflight <= 2 * write_inflight and the write channel first otherwise,
+ * and taking the other channel whenever the preferred one is empty, so a free
+ * slot never idles. Completion callbacks run on the engine thread and must be
+ * short (signal a waiter, queue a follow-up). Hand-off from submitters is a
+ * mutex-protected queue plus an eventfd that the ring itself polls, signalled
+ * only when a queue goes from empty to non-empty.
+ *
+ * SingleBuffer mode (IORING_OP_READ / IORING_OP_WRITE) is the default; iovec
+ * mode (IORING_OP_READV / IORING_OP_WRITEV with one element) is kept as a test
+ * and comparison path. Short transfers are reported as they are (res < len):
+ * the caller decides (a short write aborts the entry).
+ *
+ * In builds with FX_FAILPOINTS defined (test builds), uring_failpoint() makes
+ * the next N requests of a kind fail with -EIO at submission or completion, or
+ * complete short, because LD_PRELOAD fault injection does not see io_uring.
+ */
+#ifndef FX_SSD_URING_H
+#define FX_SSD_URING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum uring_op { URING_READ = 1, URING_WRITE = 2 };
+
+typedef struct uring_req {
+    int op;         /* enum uring_op */
+    int fd;         /* an O_DIRECT file */
+    void *buf;      /* 512-aligned */
+    uint32_t len;   /* a multiple of 512 */
+    uint64_t off;   /* a multiple of 512 */
+    int res;        /* on completion: bytes transferred or -errno */
+    void (*done)(struct uring_req *req); /* called once, on the engine thread */
+    void *ud;
+    struct uring_req *next; /* engine-private queue link */
+} uring_req;
+
+typedef struct uring_stats {
+    uint64_t reads_completed, writes_completed;
+    uint64_t read_bytes, write_bytes;
+    uint64_t errors;
+    uint32_t read_inflight, write_inflight; /* now */
+} uring_stats;
+
+typedef struct uring_engine uring_engine;
+
+/* Starts an engine thread with an io_uring of io_depth entries (1..4096).
+ * Returns 0 or a negative errno (-ENOSYS where io_uring is unavailable). */
+int uring_engine_start(uring_engine **out, unsigned io_depth, bool iovec_mode);
+/* Completes every queued request with -ECANCELED, waits for the in-flight ones,
+ * stops the thread and frees the engine (NULL-safe). */
+void uring_engine_stop(uring_engine *e);
+/* Queues req (thread-safe); req->done will be called exactly once. */
+void uring_submit(uring_engine *e, uring_req *req);
+void uring_get_stats(uring_engine *e, uring_stats *out);
+
+#ifdef FX_FAILPOINTS
+enum uring_failpoint_kind {
+    URING_FP_SUBMIT_EIO,   /* fail before the SQE is submitted */
+    URING_FP_COMPLETE_EIO, /* replace the CQE result by -EIO */
+    URING_FP_SHORT,        /* report half of the bytes (rounded down to 512) */
+};
+/* The next count requests of op (URING_READ or URING_WRITE) fail as kind. */
+void uring_failpoint(uring_engine *e, int op, int kind, unsigned count);
+#endif
+
+#endif
