@@ -40,6 +40,11 @@ typedef struct uring_req {
     struct uring_req *next; /* engine-private queue link */
 } uring_req;
 
+/* Counters since start. *_completed count done() calls of any result,
+ * *_bytes sum the positive results, errors counts results < 0 (cancellations
+ * and failpoints included). The inflight pair is one consistent snapshot of
+ * the IOs holding ring slots (at most io_depth together); a request has left
+ * them by the time its done() runs. */
 typedef struct uring_stats {
     uint64_t reads_completed, writes_completed;
     uint64_t read_bytes, write_bytes;
@@ -50,12 +55,19 @@ typedef struct uring_stats {
 typedef struct uring_engine uring_engine;
 
 /* Starts an engine thread with an io_uring of io_depth entries (1..4096).
- * Returns 0 or a negative errno (-ENOSYS where io_uring is unavailable). */
+ * Returns 0 and the engine in *out (freed by uring_engine_stop), or a negative
+ * errno with *out NULL: -EINVAL for a bad io_depth, -ENOSYS where io_uring is
+ * unavailable, -EPERM where it is disabled, -ENOMEM. */
 int uring_engine_start(uring_engine **out, unsigned io_depth, bool iovec_mode);
 /* Completes every queued request with -ECANCELED, waits for the in-flight ones,
- * stops the thread and frees the engine (NULL-safe). */
+ * stops the thread and frees the engine (NULL-safe). Requests that done()
+ * callbacks queue meanwhile are cancelled too. Must not be called from a
+ * done() callback, nor while other threads may still call uring_submit(). */
 void uring_engine_stop(uring_engine *e);
-/* Queues req (thread-safe); req->done will be called exactly once. */
+/* Queues req (thread-safe, also from a done() callback); req->done will be
+ * called exactly once, with req->res set: bytes transferred (possibly short),
+ * -EINVAL for an unknown op, the kernel's -errno, or -ECANCELED at stop.
+ * The caller keeps req and its buffer alive and untouched until then. */
 void uring_submit(uring_engine *e, uring_req *req);
 void uring_get_stats(uring_engine *e, uring_stats *out);
 
@@ -65,7 +77,10 @@ enum uring_failpoint_kind {
     URING_FP_COMPLETE_EIO, /* replace the CQE result by -EIO */
     URING_FP_SHORT,        /* report half of the bytes (rounded down to 512) */
 };
-/* The next count requests of op (URING_READ or URING_WRITE) fail as kind. */
+/* The next count requests of op (URING_READ or URING_WRITE) taken from its
+ * queue fail as kind (replacing what was left of kind for op). One request
+ * takes at most one fault, SUBMIT_EIO before COMPLETE_EIO before SHORT. SHORT
+ * really asks the kernel for only the first half, so res is that length. */
 void uring_failpoint(uring_engine *e, int op, int kind, unsigned count);
 #endif
 
