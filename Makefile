@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test bench fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-ssd fuzz clean
 
 all: build
 
@@ -28,8 +28,17 @@ asan-test: deps
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		ctest $(CTEST_FLAGS) -j 2 -LE fuzz
 
+# ThreadSanitizer over the tests of the multi-threaded pieces (the SSD engine).
+tsan-test: deps
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DFX_TSAN=ON >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest $(CTEST_FLAGS) -R ssd
+
 bench: build
 	@$(BUILD)/bench/fx_bench_micro
 
+bench-ssd: build
+	@./scripts/bench_ssd.sh $(BUILD)
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan
