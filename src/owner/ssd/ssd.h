@@ -66,10 +66,19 @@ typedef struct ssd_guard ssd_guard;
 
 /* Opens the store. Returns SSD_OK with *out set, or an error with a message
  * naming what was wrong in err (for example "large_limit_size[1]: 100 bytes is
- * under the 512-byte minimum" or "root /x/...: locked by another owner"). */
+ * under the 512-byte minimum" or "root /x/...: locked by another owner"):
+ * SSD_EINVAL for a bad config (the message names the key), SSD_EIO when a
+ * root cannot be created, locked or reserved, its shard files opened with
+ * O_DIRECT or its io_uring started (the message names the root), SSD_ENOMEM.
+ * A root de-duplicated away (same st_dev as an earlier one) contributes
+ * nothing, its limit included. A limit under shards_per_device * 512 bytes
+ * gets fewer shards (limit / 512). Nothing stays open or locked on failure. */
 int ssd_open(const ssd_config *cfg, ssd_store **out, char *err, size_t errlen);
-/* Waits for in-flight IO, closes the files and frees the store (NULL-safe).
- * Guards must have been released. */
+/* Waits for the calls in progress (writers waiting for ring space give up
+ * with SSD_ECLOSED), closes the files and frees the store (NULL-safe). Chunk
+ * consumers must keep popping until the last item; no call may start once
+ * ssd_close has begun; guards still held become invalid (release them before,
+ * never after). */
 void ssd_close(ssd_store *s);
 
 /* Persists len bytes from src as (key, put_id): copies them into a 512-aligned
@@ -77,29 +86,37 @@ void ssd_close(ssd_store *s);
  * the ring is blocked by busy entries), writes, and commits only when exactly
  * aligned_len bytes were written. With guard non-NULL, *guard pins the
  * committed entry against overwrite until ssd_guard_release() (the spec's
- * KvSsdPersistGuard for the master's commit window). A (key, put_id) written
- * again replaces the older entry. Returns SSD_OK, SSD_EIO (nothing committed),
- * SSD_E2BIG, SSD_EINVAL, SSD_ENOMEM or SSD_ECLOSED. */
+ * KvSsdPersistGuard for the master's commit window); *guard is NULL on
+ * failure. A (key, put_id) written again replaces the older entry. An empty
+ * value (len 0) still takes one 512-byte block. Returns SSD_OK, SSD_EIO
+ * (nothing committed), SSD_E2BIG, SSD_EINVAL, SSD_ENOMEM or SSD_ECLOSED.
+ * A caller holding a guard must not expect writes to the same shard to go on
+ * once the ring has wrapped around to the guarded entry: they wait for it. */
 int ssd_write(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, const void *src,
               uint64_t len, ssd_guard **guard);
 void ssd_guard_release(ssd_guard *g);
 
 /* Reads the committed value of (key, put_id) into addr: exactly len bytes
- * (the entry's length) become visible there. The read goes straight into addr
- * when addr, the file offset and the length are 512-aligned and capacity
- * covers the aligned length; otherwise through an aligned scratch buffer with
- * a copy of the real bytes only (bytes of addr past len are untouched then).
- * Returns SSD_OK, SSD_ENOTFOUND (absent, stale after the IO, or checksum
- * mismatch: the entry is dropped), SSD_EIO, SSD_EINVAL (len differs from the
- * entry's) or SSD_ECLOSED. */
+ * (the entry's length) of payload land there. The read goes straight into
+ * addr when addr, the file offset and the read length are 512-aligned and
+ * capacity covers the aligned length (the read length of a whole value is its
+ * aligned_len, so the padding lands in addr[len, aligned_len) too); otherwise
+ * through an aligned scratch buffer with a copy of the real bytes only (bytes
+ * of addr past len are untouched then). Values over 8 MiB are read in 8 MiB
+ * pieces, each choosing by the same rule (the stats count each IO). On any
+ * error the bytes in addr are undefined and must not be used. Returns SSD_OK,
+ * SSD_ENOTFOUND (absent, stale after the IO, or checksum mismatch: the entry
+ * is dropped), SSD_EIO (the entry stays), SSD_EINVAL (len differs from the
+ * entry's, capacity < len), SSD_ENOMEM or SSD_ECLOSED. */
 int ssd_load_into_addr(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, void *addr,
                        uint64_t len, uint64_t capacity);
 
 /* One ready chunk of a chunked load: bytes [offset, offset+len) of the value
- * are in place at addr + offset. The last item has last = true and carries the
- * load's final status (SSD_OK only if every chunk was read and the checksum of
- * the whole value verified); a consumer must not publish the target before it
- * saw the last item with SSD_OK. */
+ * are in place at addr + offset. The last item has last = true, len = 0,
+ * offset = the bytes delivered by the chunks before it, and carries the load's
+ * final status (SSD_OK only if every chunk was read and the checksum of the
+ * whole value verified); a consumer must not publish the target before it saw
+ * the last item with SSD_OK. */
 typedef struct ssd_chunk {
     uint64_t offset;
     uint64_t len;
@@ -116,11 +133,16 @@ void ssd_chunk_queue_free(ssd_chunk_queue *q);
 ssd_chunk ssd_chunk_queue_pop(ssd_chunk_queue *q);
 
 /* The producer side of the spec's remote refill pipeline: reads the value in
- * chunk_bytes pieces (0: 4 MiB) into addr with up to max_inflight reads in
- * flight (0: 4), pushing each chunk to q as it becomes ready (in offset order),
- * then a last item with the status. Blocks until the last item is queued;
- * run it on its own thread while a consumer pops. The read pin is released
- * after the last chunk is queued. Returns the same status as the last item. */
+ * chunk_bytes pieces (0: 4 MiB, at most 1 GiB) into addr with up to
+ * max_inflight reads in flight (0: 4, at most 16), pushing each chunk to q as
+ * it becomes ready (in offset order), then a last item with the status. Each
+ * chunk is read directly or through scratch by the rule of
+ * ssd_load_into_addr, applied to the chunk: its address addr + offset, its
+ * file offset, its read length (the chunk's length, or up to the aligned end
+ * for the last chunk) and capacity - offset. Blocks until the last item is
+ * queued; run it on its own thread while a consumer pops. The read pin is
+ * released after the last chunk is queued. Returns the same status as the
+ * last item; with q NULL, SSD_EINVAL and nothing is pushed. */
 int ssd_load_into_addr_chunks(ssd_store *s, const void *key, size_t klen, ssd_put_id pid,
                               void *addr, uint64_t len, uint64_t capacity, uint64_t chunk_bytes,
                               unsigned max_inflight, ssd_chunk_queue *q);
@@ -129,7 +151,7 @@ int ssd_load_into_addr_chunks(ssd_store *s, const void *key, size_t klen, ssd_pu
  * BatchSsdReplicaEvict. The queue is bounded (eviction_queue_cap): when it is
  * full, evictions are dropped and counted, and writes never wait for it. */
 typedef struct ssd_eviction {
-    char *key; /* malloc'd, owned by the caller after pop */
+    char *key; /* malloc'd, owned by the caller after pop; key[klen] is '\0' */
     size_t klen;
     ssd_put_id pid;
 } ssd_eviction;
@@ -144,11 +166,12 @@ typedef struct ssd_device_stats {
 
 typedef struct ssd_stats {
     uint64_t capacity_bytes, used_bytes; /* totals */
-    uint64_t entries;
-    uint64_t writes, write_errors;
-    uint64_t direct_reads, scratch_reads, read_errors;
-    uint64_t checksum_failures, stale_reads;
-    uint64_t evictions, evictions_dropped;
+    uint64_t entries;                    /* indexed (readable) values */
+    uint64_t writes, write_errors;       /* committed writes, writes that got SSD_EIO */
+    uint64_t direct_reads, scratch_reads; /* read IOs by path (a chunk is one IO) */
+    uint64_t read_errors;                /* loads that got SSD_EIO */
+    uint64_t checksum_failures, stale_reads; /* loads that dropped their entry */
+    uint64_t evictions, evictions_dropped; /* indexed entries evicted; not queued (full) */
     size_t n_devices;
     ssd_device_stats devices[8]; /* the first 8 devices */
 } ssd_stats;
