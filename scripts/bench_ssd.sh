@@ -44,6 +44,12 @@ if ! command -v fio >/dev/null 2>&1; then
 fi
 
 mkdir -p "$DIR"
+# one benchmark at a time per directory: two would share the disk and each other's files
+exec 9>"$DIR/.bench_ssd.lock"
+if ! flock -n 9; then
+  echo "bench_ssd: another run holds $DIR/.bench_ssd.lock; waiting for it"
+  flock 9
+fi
 KEEP=1
 OUT=${FX_SSD_BENCH_OUT:-}
 if [ -z "$OUT" ]; then OUT=$(mktemp -d); KEEP=0; fi
