@@ -70,6 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hist.h"
 #include "owner/ssd/ssd.h"
 
 #define KIB 1024ull
@@ -107,63 +108,6 @@ static double cpu_seconds(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* Log-linear buckets (as HdrHistogram, and as bench/micro.c): exact below
- * 64 ns, then 64 buckets per power of two, so a percentile is within 1.6%. */
-#define H_SUB_BITS 6
-#define H_SUB (1u << H_SUB_BITS)
-#define H_BUCKETS (H_SUB + (64 - H_SUB_BITS) * H_SUB)
-
-typedef struct hist {
-    uint64_t n;
-    uint64_t b[H_BUCKETS];
-} hist;
-
-static unsigned hist_index(uint64_t v)
-{
-    if (v < H_SUB)
-        return (unsigned)v;
-    unsigned shift = (unsigned)(63 - __builtin_clzll(v)) - H_SUB_BITS;
-    return H_SUB + shift * H_SUB + (unsigned)((v >> shift) - H_SUB);
-}
-
-static double hist_value(unsigned i)
-{
-    if (i < H_SUB)
-        return i;
-    unsigned shift = (i - H_SUB) / H_SUB;
-    uint64_t low = (uint64_t)((i - H_SUB) % H_SUB + H_SUB) << shift;
-    return (double)low + (double)(1ull << shift) / 2.0;
-}
-
-static void hist_add(hist *h, uint64_t ns)
-{
-    h->b[hist_index(ns)]++;
-    h->n++;
-}
-
-static void hist_merge(hist *into, const hist *from)
-{
-    for (unsigned i = 0; i < H_BUCKETS; i++)
-        into->b[i] += from->b[i];
-    into->n += from->n;
-}
-
-static double hist_quantile(const hist *h, double q)
-{
-    if (!h->n)
-        return 0;
-    uint64_t rank = (uint64_t)(q * (double)h->n + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    uint64_t seen = 0;
-    for (unsigned i = 0; i < H_BUCKETS; i++) {
-        seen += h->b[i];
-        if (seen >= rank)
-            return hist_value(i);
-    }
-    return hist_value(H_BUCKETS - 1);
 }
 
 /* ---- the block device under the directory --------------------------------- */
