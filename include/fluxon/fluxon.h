@@ -78,6 +78,10 @@ typedef struct fx_owner_stat {
     uint64_t ssd_capacity, ssd_used;
     uint64_t hits_memory, hits_ssd, misses;
     char name[64];
+    /* memory_used split: bytes held by the current versions' memory replicas,
+     * and bytes held only by get holders (temporary copies, replaced
+     * versions); the rest is in-flight puts and gets. */
+    uint64_t replica_bytes, holding_bytes;
 } fx_owner_stat;
 
 /* Fills up to cap entries of out and sets *n to the number of owners known.

@@ -3,16 +3,18 @@
  * its owners, run in the background out of one directory:
  *
  *   DIR/master.pid  master.addr  master.log
- *   DIR/owner0.pid  owner0.yaml  owner0.log  owner0.sock
+ *   DIR/owner<i>.pid  owner<i>.yaml  owner<i>.log  owner<i>.sock   (i = 0..N-1)
  *
  * Pid files name the running daemons; master.addr is the master's
  * "HOST:PORT\n", written by the master once it listens; logs stay after
  * `down` for a post-mortem.
  *
  * up starts the master on a free port, writes each owner's YAML with that
- * address, starts the owners, and returns only once every owner answers a
- * ping on its client socket; if anything fails on the way it stops what it
- * started and shows the failing daemon's log. down stops the daemons named by
+ * address (node_name owner<i>, its own socket, a data plane on a free port),
+ * starts the owners, and returns only once every owner answers a ping on its
+ * client socket, then prints the sockets one per line, owner0 first; if
+ * anything fails on the way it stops everything it started and shows the
+ * failing daemon's log. down stops the daemons named by
  * the pid files, owners first so that none reports to a master that is already
  * gone, and removes the runtime files.
  */
@@ -48,6 +50,8 @@
 #define GIB (1024ull * 1024 * 1024)
 #define CLUSTER_NAME "fluxon"
 #define CLUSTER_MAX_OWNERS 256
+/* proc_stop() takes at most 256 pids: the owners and the master. */
+#define UP_MAX_OWNERS 128
 
 /* ---- directory layout ------------------------------------------------------ */
 
@@ -57,6 +61,13 @@ static int cluster_path(char *out, size_t cap, const char *dir, const char *name
     if ((size_t)snprintf(out, cap, "%s/%s", dir, name) >= cap)
         return -ENAMETOOLONG;
     return 0;
+}
+
+/* Writes "DIR/owner<i>.EXT" into out. Returns 0, or -ENAMETOOLONG. */
+static int owner_path(char *out, size_t cap, const char *dir, size_t i, const char *ext)
+{
+    int n = snprintf(out, cap, "%s/owner%zu.%s", dir, i, ext);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -127,13 +138,26 @@ static pid_t live_daemon(const char *dir, const char *name)
 
 /* ---- up ------------------------------------------------------------------------ */
 
+/* One owner of the cluster: its files, and its pid once started. */
+struct up_owner {
+    pid_t pid;
+    bool ready; /* answered a ping */
+    char name[32]; /* "owner<i>": node_name and the base of its files */
+    char pid_path[PATH_MAX];
+    char yaml[PATH_MAX];
+    char log[PATH_MAX];
+    char sock[PATH_MAX];
+};
+
 /* What `up` has started so far, so that a failure can undo it. */
 struct up_run {
     const char *dir;
     pid_t master;
-    pid_t owner;
+    char master_pid[PATH_MAX];
+    char master_addr[PATH_MAX];
     char master_log[PATH_MAX];
-    char owner_log[PATH_MAX];
+    struct up_owner *owners; /* n_owners entries; pid 0 until started */
+    size_t n_owners;
 };
 
 static volatile sig_atomic_t up_signal;
@@ -172,17 +196,24 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
     if (log)
         fio_print_tail(stderr, log, LOG_TAIL_LINES);
 
-    pid_t pids[2] = {run->owner, run->master};
-    if (proc_stop(pids, 2, UP_ABORT_TERM_MS, DOWN_KILL_MS) != 0)
+    pid_t pids[UP_MAX_OWNERS + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < run->n_owners; i++)
+        pids[n++] = run->owners[i].pid;
+    pids[n++] = run->master;
+    if (proc_stop(pids, n, UP_ABORT_TERM_MS, DOWN_KILL_MS) != 0) {
         fprintf(stderr, "fluxon up: could not stop every daemon; see 'fluxon down --dir %s'\n",
                 run->dir);
-    else {
-        static const char *const files[] = {"owner0.pid", "master.pid", "master.addr",
-                                            "owner0.sock"};
-        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-            if (cluster_path(path, sizeof path, run->dir, files[i]) == 0)
-                unlink(path);
+        return CLI_FAIL;
     }
+    for (size_t i = 0; i < run->n_owners; i++) {
+        unlink(run->owners[i].pid_path);
+        unlink(run->owners[i].sock);
+    }
+    static const char *const files[] = {"master.pid", "master.addr"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (cluster_path(path, sizeof path, run->dir, files[i]) == 0)
+            unlink(path);
     return CLI_FAIL;
 }
 
@@ -278,6 +309,7 @@ static int write_owner_yaml(const char *path, const char *master, const char *no
     yaml_scalar(f, master);
     fprintf(f, "\nnode_name: ");
     yaml_scalar(f, node);
+    fprintf(f, "\ndata_listen: 127.0.0.1:0");
     fprintf(f, "\nfluxonkv_spec:\n  memory_size: %" PRIu64 "\n  client_socket: ", memory_size);
     yaml_scalar(f, socket);
     fputc('\n', f);
@@ -356,32 +388,49 @@ static int probe_owner(const char *sock, int64_t deadline, char *why, size_t cap
     return -1;
 }
 
-/* Waits until the owner answers a ping on its client socket. */
-static int wait_owner_ready(struct up_run *run, const char *sock, int timeout_ms)
+/* Waits until every owner answers a ping on its client socket; watches all
+ * of them (and the master) for an early exit while it waits. */
+static int wait_owners_ready(struct up_run *run, int timeout_ms)
 {
     char why[128], last[512] = "", probe[384];
+    const struct up_owner *slow = NULL; /* the last owner that did not answer */
     int64_t deadline = proc_now_ms() + timeout_ms;
     for (;;) {
         if (up_signal)
             return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
-        if (exited(run->owner, why, sizeof why)) {
-            run->owner = 0;
-            return up_fail(run, run->owner_log, "fluxon-owner %s before it was ready", why);
+        size_t waiting = 0;
+        for (size_t i = 0; i < run->n_owners; i++) {
+            struct up_owner *o = &run->owners[i];
+            if (exited(o->pid, why, sizeof why)) {
+                o->pid = 0;
+                return up_fail(run, o->log, "fluxon-owner %s (%s) %s before it was ready",
+                               o->name, o->sock, why);
+            }
+            if (o->ready)
+                continue;
+            struct stat st;
+            if (stat(o->sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+                if (probe_owner(o->sock, deadline, probe, sizeof probe) == 0) {
+                    o->ready = true;
+                    continue;
+                }
+                snprintf(last, sizeof last, " (last try: %s)", probe);
+            } else {
+                last[0] = '\0';
+            }
+            slow = o;
+            waiting++;
         }
         if (exited(run->master, why, sizeof why)) {
             run->master = 0;
-            return up_fail(run, run->master_log, "fluxon-master %s while the owner started",
+            return up_fail(run, run->master_log, "fluxon-master %s while the owners started",
                            why);
         }
-        struct stat st;
-        if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
-            if (probe_owner(sock, deadline, probe, sizeof probe) == 0)
-                return CLI_OK;
-            snprintf(last, sizeof last, " (last try: %s)", probe);
-        }
+        if (waiting == 0)
+            return CLI_OK;
         if (proc_now_ms() >= deadline)
-            return up_fail(run, run->owner_log, "fluxon-owner did not answer on %s within %d s%s",
-                           sock, timeout_ms / 1000, last);
+            return up_fail(run, slow->log, "fluxon-owner %s did not answer on %s within %d s%s",
+                           slow->name, slow->sock, timeout_ms / 1000, last);
         proc_sleep_ms(POLL_MS);
     }
 }
@@ -423,6 +472,113 @@ static int usage_error(const char *fmt, ...)
     return cli_args_exit(ARGS_ERROR);
 }
 
+/* Fills the paths of the master and of every owner. */
+static int up_paths(struct up_run *run)
+{
+    const char *dir = run->dir;
+    if (cluster_path(run->master_pid, sizeof run->master_pid, dir, "master.pid") ||
+        cluster_path(run->master_addr, sizeof run->master_addr, dir, "master.addr") ||
+        cluster_path(run->master_log, sizeof run->master_log, dir, "master.log")) {
+        fprintf(stderr, "fluxon up: %s: path too long\n", dir);
+        return CLI_FAIL;
+    }
+    for (size_t i = 0; i < run->n_owners; i++) {
+        struct up_owner *o = &run->owners[i];
+        snprintf(o->name, sizeof o->name, "owner%zu", i);
+        if (owner_path(o->pid_path, sizeof o->pid_path, dir, i, "pid") ||
+            owner_path(o->yaml, sizeof o->yaml, dir, i, "yaml") ||
+            owner_path(o->log, sizeof o->log, dir, i, "log") ||
+            owner_path(o->sock, sizeof o->sock, dir, i, "sock")) {
+            fprintf(stderr, "fluxon up: %s: path too long\n", dir);
+            return CLI_FAIL;
+        }
+        if (strlen(o->sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+            fprintf(stderr,
+                    "fluxon up: socket path %s is longer than %zu bytes; use a shorter --dir\n",
+                    o->sock, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+            return CLI_FAIL;
+        }
+    }
+    return CLI_OK;
+}
+
+/* The pid of a Fluxon daemon named by DIR/master.pid or any DIR/owner*.pid
+ * (a cluster started with more owners counts too), else 0. */
+static pid_t running_daemon(const char *dir)
+{
+    pid_t running = live_daemon(dir, "master.pid");
+    char *names[CLUSTER_MAX_OWNERS];
+    int n = cluster_list(dir, "owner", ".pid", names, CLUSTER_MAX_OWNERS);
+    for (int i = 0; i < n && !running; i++)
+        running = live_daemon(dir, names[i]);
+    if (n > 0)
+        cluster_names_free(names, (size_t)n);
+    return running;
+}
+
+/* Starts the master, then every owner, and waits until all answer. */
+static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint64_t dram)
+{
+    const char *dir = run->dir;
+    int rc;
+    if ((rc = up_paths(run)) != 0)
+        return rc;
+
+    pid_t running = running_daemon(dir);
+    if (running) {
+        fprintf(stderr,
+                "fluxon up: a cluster is already running in %s (pid %d); "
+                "stop it with 'fluxon down --dir %s'\n",
+                dir, (int)running, dir);
+        return CLI_FAIL;
+    }
+    /* Leftovers of a cluster that died: a stale master.addr would be read as
+     * the new master's address, and stale owner pid files (perhaps of more
+     * owners than now) would be taken for this cluster's by `down`. */
+    unlink(run->master_addr);
+    unlink(run->master_pid);
+    remove_matching(dir, "owner", ".sock");
+    remove_matching(dir, "owner", ".pid");
+
+    catch_signals();
+
+    char *master_argv[] = {master_bin,       "--listen",       "127.0.0.1:0", "--port-file",
+                           run->master_addr, "--cluster-name", CLUSTER_NAME,  NULL};
+    if ((rc = proc_spawn(master_argv, run->master_log, &run->master)) != 0)
+        return up_fail(run, NULL, "cannot start %s: %s", master_bin, strerror(-rc));
+    if ((rc = proc_pidfile_write(run->master_pid, run->master)) != 0)
+        return up_fail(run, NULL, "cannot write %s: %s", run->master_pid, strerror(-rc));
+
+    char addr[256];
+    if ((rc = wait_master_addr(run, run->master_addr, addr, sizeof addr)) != 0)
+        return rc;
+
+    for (size_t i = 0; i < run->n_owners; i++) {
+        struct up_owner *o = &run->owners[i];
+        if (up_signal)
+            return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
+        if ((rc = write_owner_yaml(o->yaml, addr, o->name, dram, o->sock)) != 0)
+            return up_fail(run, NULL, "cannot write %s: %s", o->yaml, strerror(-rc));
+        char *owner_argv[] = {owner_bin, "--config", o->yaml, NULL};
+        if ((rc = proc_spawn(owner_argv, o->log, &o->pid)) != 0)
+            return up_fail(run, NULL, "cannot start %s: %s", owner_bin, strerror(-rc));
+        if ((rc = proc_pidfile_write(o->pid_path, o->pid)) != 0)
+            return up_fail(run, NULL, "cannot write %s: %s", o->pid_path, strerror(-rc));
+    }
+
+    /* The owners pre-fault their segments side by side: give them the time
+     * that all of that memory takes. */
+    uint64_t total = dram > UINT64_MAX / run->n_owners ? UINT64_MAX : dram * run->n_owners;
+    if ((rc = wait_owners_ready(run, owner_ready_timeout_ms(total))) != 0)
+        return rc;
+
+    for (size_t i = 0; i < run->n_owners; i++)
+        printf("%s\n", run->owners[i].sock);
+    if (fflush(stdout) != 0)
+        return CLI_FAIL;
+    return CLI_OK;
+}
+
 int cli_up(int argc, char **argv)
 {
     const char *dir_opt = NULL, *dram_opt = NULL, *ssd_opt = NULL, *owners_opt = NULL;
@@ -446,10 +602,8 @@ int cli_up(int argc, char **argv)
         if (errno || end == owners_opt || *end || owners < 1)
             return usage_error("invalid --owners '%s' (expected a positive integer)",
                                owners_opt);
-    }
-    if (owners > 1) {
-        fprintf(stderr, "fluxon up: --owners > 1 is not implemented yet\n");
-        return CLI_USAGE;
+        if (owners > UP_MAX_OWNERS)
+            return usage_error("--owners %ld is more than %d", owners, UP_MAX_OWNERS);
     }
     if (ssd_opt) {
         fprintf(stderr, "fluxon up: --ssd is not implemented yet\n");
@@ -477,70 +631,15 @@ int cli_up(int argc, char **argv)
     if ((rc = prepare_dir(dir_opt ? dir_opt : default_dir, !dir_opt, dir, sizeof dir)) != 0)
         return rc;
 
-    char master_pid[PATH_MAX], master_addr[PATH_MAX], owner_pid[PATH_MAX], owner_yaml[PATH_MAX];
-    char owner_sock[PATH_MAX];
-    struct up_run run = {.dir = dir};
-    if (cluster_path(master_pid, sizeof master_pid, dir, "master.pid") ||
-        cluster_path(master_addr, sizeof master_addr, dir, "master.addr") ||
-        cluster_path(run.master_log, sizeof run.master_log, dir, "master.log") ||
-        cluster_path(owner_pid, sizeof owner_pid, dir, "owner0.pid") ||
-        cluster_path(owner_yaml, sizeof owner_yaml, dir, "owner0.yaml") ||
-        cluster_path(run.owner_log, sizeof run.owner_log, dir, "owner0.log") ||
-        cluster_path(owner_sock, sizeof owner_sock, dir, "owner0.sock")) {
-        fprintf(stderr, "fluxon up: %s: path too long\n", dir);
+    struct up_run run = {.dir = dir, .n_owners = (size_t)owners};
+    run.owners = calloc(run.n_owners, sizeof *run.owners);
+    if (!run.owners) {
+        fprintf(stderr, "fluxon up: %s\n", strerror(ENOMEM));
         return CLI_FAIL;
     }
-    if (strlen(owner_sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        fprintf(stderr, "fluxon up: socket path %s is longer than %zu bytes; use a shorter --dir\n",
-                owner_sock, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-        return CLI_FAIL;
-    }
-
-    pid_t running = live_daemon(dir, "master.pid");
-    if (!running)
-        running = live_daemon(dir, "owner0.pid");
-    if (running) {
-        fprintf(stderr,
-                "fluxon up: a cluster is already running in %s (pid %d); "
-                "stop it with 'fluxon down --dir %s'\n",
-                dir, (int)running, dir);
-        return CLI_FAIL;
-    }
-    /* Leftovers of a cluster that died: a stale master.addr would be read as
-     * the new master's address. */
-    unlink(master_addr);
-    unlink(owner_sock);
-    unlink(master_pid);
-    unlink(owner_pid);
-
-    catch_signals();
-
-    char *master_argv[] = {master_bin,  "--listen",       "127.0.0.1:0", "--port-file",
-                           master_addr, "--cluster-name", CLUSTER_NAME,  NULL};
-    if ((rc = proc_spawn(master_argv, run.master_log, &run.master)) != 0)
-        return up_fail(&run, NULL, "cannot start %s: %s", master_bin, strerror(-rc));
-    if ((rc = proc_pidfile_write(master_pid, run.master)) != 0)
-        return up_fail(&run, NULL, "cannot write %s: %s", master_pid, strerror(-rc));
-
-    char addr[256];
-    if ((rc = wait_master_addr(&run, master_addr, addr, sizeof addr)) != 0)
-        return rc;
-
-    if ((rc = write_owner_yaml(owner_yaml, addr, "owner0", dram, owner_sock)) != 0)
-        return up_fail(&run, NULL, "cannot write %s: %s", owner_yaml, strerror(-rc));
-    char *owner_argv[] = {owner_bin, "--config", owner_yaml, NULL};
-    if ((rc = proc_spawn(owner_argv, run.owner_log, &run.owner)) != 0)
-        return up_fail(&run, NULL, "cannot start %s: %s", owner_bin, strerror(-rc));
-    if ((rc = proc_pidfile_write(owner_pid, run.owner)) != 0)
-        return up_fail(&run, NULL, "cannot write %s: %s", owner_pid, strerror(-rc));
-
-    if ((rc = wait_owner_ready(&run, owner_sock, owner_ready_timeout_ms(dram))) != 0)
-        return rc;
-
-    printf("%s\n", owner_sock);
-    if (fflush(stdout) != 0)
-        return CLI_FAIL;
-    return CLI_OK;
+    rc = up_start(&run, master_bin, owner_bin, dram);
+    free(run.owners);
+    return rc;
 }
 
 /* ---- down ---------------------------------------------------------------------- */

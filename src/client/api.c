@@ -173,6 +173,8 @@ int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
         d->ssd_capacity = o->ssd_capacity;
         d->ssd_used = o->ssd_used;
         d->hits_memory = o->hits_memory;
+        d->replica_bytes = o->replica_bytes;
+        d->holding_bytes = o->holding_bytes;
         d->hits_ssd = o->hits_ssd;
         d->misses = o->misses;
         snprintf(d->name, sizeof d->name, "%s", o->name ? o->name : "");

@@ -7,7 +7,9 @@
  * through apply_key(), which parses into temporaries and only then replaces
  * the field: a failed flag leaves the config as it was. A file is loaded into
  * a deep copy that replaces the caller's config only when the whole file was
- * accepted, so a failed load leaves it unchanged too.
+ * accepted, so a failed load leaves it unchanged too. Values that derive
+ * from others (the master's default heartbeat_timeout, 3 x heartbeat_interval)
+ * are recomputed by the schema's applied() hook after each key.
  *
  * The YAML side uses libyaml's document API: the file is composed into a node
  * tree, then walked mapping by mapping. Every error names the dotted key
@@ -45,6 +47,7 @@ enum cfg_kind {
     CK_BOOL,         /* bool */
     CK_LOGLEVEL,     /* int, null sets -1 */
     CK_DURATION,     /* uint64_t milliseconds */
+    CK_ENUM,         /* int: the index of the value in names */
     CK_STRLIST,      /* char ** + size_t count, null clears */
     CK_SIZELIST,     /* uint64_t * + size_t count, null sets NULL */
 };
@@ -55,34 +58,41 @@ struct cfg_key {
     size_t off;       /* field offset in the config struct */
     size_t n_off;     /* list kinds: offset of the count */
     uint64_t min;     /* sizes and durations: smallest accepted value */
+    const char *const *names; /* CK_ENUM: the accepted values, NULL-terminated */
 };
 
 #define OWNER_F(f) offsetof(owner_config, f)
 #define MASTER_F(f) offsetof(master_config, f)
 
 static const struct cfg_key owner_keys[] = {
-    {"cluster_name", CK_STR, OWNER_F(cluster_name), 0, 0},
-    {"master", CK_HOSTPORT, OWNER_F(master), 0, 0},
-    {"node_name", CK_STR_OPT, OWNER_F(node_name), 0, 0},
-    {"log_level", CK_LOGLEVEL, OWNER_F(log_level), 0, 0},
-    {"fluxonkv_spec", CK_MAP, 0, 0, 0},
-    {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1},
-    {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0},
-    {"fluxonkv_spec.prefault", CK_BOOL, OWNER_F(prefault), 0, 0},
-    {"fluxonkv_spec.use_hugepages", CK_BOOL, OWNER_F(use_hugepages), 0, 0},
+    {"cluster_name", CK_STR, OWNER_F(cluster_name), 0, 0, NULL},
+    {"master", CK_HOSTPORT, OWNER_F(master), 0, 0, NULL},
+    {"node_name", CK_STR_OPT, OWNER_F(node_name), 0, 0, NULL},
+    {"data_listen", CK_HOSTPORT, OWNER_F(data_listen), 0, 0, NULL},
+    {"log_level", CK_LOGLEVEL, OWNER_F(log_level), 0, 0, NULL},
+    {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
+    {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1, NULL},
+    {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0, NULL},
+    {"fluxonkv_spec.prefault", CK_BOOL, OWNER_F(prefault), 0, 0, NULL},
+    {"fluxonkv_spec.use_hugepages", CK_BOOL, OWNER_F(use_hugepages), 0, 0, NULL},
     {"fluxonkv_spec.large_file_paths", CK_STRLIST, OWNER_F(large_file_paths),
-     OWNER_F(n_large_file_paths), 0},
+     OWNER_F(n_large_file_paths), 0, NULL},
     {"fluxonkv_spec.large_limit_size", CK_SIZELIST, OWNER_F(large_limit_size),
-     OWNER_F(n_large_limit_size), FX_SSD_MIN_LIMIT},
+     OWNER_F(n_large_limit_size), FX_SSD_MIN_LIMIT, NULL},
 };
 
+/* Indexed by enum placement_policy_kind. */
+static const char *const placement_names[] = {"random", "local", "remote", NULL};
+
 static const struct cfg_key master_keys[] = {
-    {"cluster_name", CK_STR, MASTER_F(cluster_name), 0, 0},
-    {"listen", CK_HOSTPORT, MASTER_F(listen), 0, 0},
-    {"http", CK_HOSTPORT_OPT, MASTER_F(http), 0, 0},
-    {"inflight_ttl", CK_DURATION, MASTER_F(inflight_ttl_ms), 0, 1},
-    {"heartbeat_timeout", CK_DURATION, MASTER_F(heartbeat_timeout_ms), 0, 1},
-    {"log_level", CK_LOGLEVEL, MASTER_F(log_level), 0, 0},
+    {"cluster_name", CK_STR, MASTER_F(cluster_name), 0, 0, NULL},
+    {"listen", CK_HOSTPORT, MASTER_F(listen), 0, 0, NULL},
+    {"http", CK_HOSTPORT_OPT, MASTER_F(http), 0, 0, NULL},
+    {"inflight_ttl", CK_DURATION, MASTER_F(inflight_ttl_ms), 0, 1, NULL},
+    {"heartbeat_interval", CK_DURATION, MASTER_F(heartbeat_interval_ms), 0, 1, NULL},
+    {"heartbeat_timeout", CK_DURATION, MASTER_F(heartbeat_timeout_ms), 0, 1, NULL},
+    {"placement", CK_ENUM, MASTER_F(placement), 0, 0, placement_names},
+    {"log_level", CK_LOGLEVEL, MASTER_F(log_level), 0, 0, NULL},
 };
 
 #define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
@@ -91,12 +101,17 @@ struct cfg_schema {
     const struct cfg_key *keys;
     size_t nkeys;
     size_t size; /* sizeof the config struct */
+    /* Called after a key was applied, to keep the values that derive from
+     * others in step; may be NULL. */
+    void (*applied)(void *cfg, const struct cfg_key *k);
 };
 
+static void master_applied(void *cfg, const struct cfg_key *k);
+
 static const struct cfg_schema owner_schema = {owner_keys, NKEYS(owner_keys),
-                                               sizeof(owner_config)};
+                                               sizeof(owner_config), NULL};
 static const struct cfg_schema master_schema = {master_keys, NKEYS(master_keys),
-                                                sizeof(master_config)};
+                                                sizeof(master_config), master_applied};
 
 #define FIELD(cfg, off, type) ((type *)(void *)((char *)(cfg) + (off)))
 
@@ -344,6 +359,21 @@ static int apply_scalar(void *cfg, const struct cfg_key *k, const char *label,
         *FIELD(cfg, k->off, uint64_t) = ms;
         return 0;
     }
+    case CK_ENUM: {
+        for (int i = 0; k->names[i]; i++) {
+            if (strcasecmp(s, k->names[i]) == 0) {
+                *FIELD(cfg, k->off, int) = i;
+                return 0;
+            }
+        }
+        char allowed[128] = "";
+        for (int i = 0; k->names[i]; i++) {
+            size_t used = strlen(allowed);
+            snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? "|" : "", k->names[i]);
+        }
+        return cfg_err(err, errlen, "%s: invalid value '" CFG_QUOTE "' (expected %s)", label, s,
+                       allowed);
+    }
     default:
         return cfg_err(err, errlen, "%s: not a scalar key", label);
     }
@@ -403,12 +433,29 @@ static int apply_list(void *cfg, const struct cfg_key *k, const char *label,
     return 0;
 }
 
-static int apply_key(void *cfg, const struct cfg_key *k, const char *label,
-                     const struct cfg_value *v, char *err, size_t errlen)
+static int apply_key(void *cfg, const struct cfg_schema *sc, const struct cfg_key *k,
+                     const char *label, const struct cfg_value *v, char *err, size_t errlen)
 {
+    int rc;
     if (k->kind == CK_STRLIST || k->kind == CK_SIZELIST)
-        return apply_list(cfg, k, label, v, err, errlen);
-    return apply_scalar(cfg, k, label, v, err, errlen);
+        rc = apply_list(cfg, k, label, v, err, errlen);
+    else
+        rc = apply_scalar(cfg, k, label, v, err, errlen);
+    if (rc == 0 && sc->applied)
+        sc->applied(cfg, k);
+    return rc;
+}
+
+/* heartbeat_timeout follows 3 x heartbeat_interval until it is given itself. */
+static void master_applied(void *cfg, const struct cfg_key *k)
+{
+    master_config *c = cfg;
+    if (k->off == MASTER_F(heartbeat_timeout_ms))
+        c->heartbeat_timeout_set = true;
+    if (!c->heartbeat_timeout_set)
+        c->heartbeat_timeout_ms = c->heartbeat_interval_ms > UINT64_MAX / 3
+                                      ? UINT64_MAX
+                                      : 3 * c->heartbeat_interval_ms;
 }
 
 /* ---- free and deep copy, driven by the table ------------------------------ */
@@ -591,7 +638,7 @@ static int load_value(struct load_ctx *lc, const struct cfg_key *k, const char *
 
     if (node_is_null(vn)) {
         v.is_null = true;
-        return apply_key(lc->cfg, k, label, &v, lc->err, lc->errlen);
+        return apply_key(lc->cfg, lc->sc, k, label, &v, lc->err, lc->errlen);
     }
     if (!is_list) {
         if (vn->type != YAML_SCALAR_NODE)
@@ -599,7 +646,7 @@ static int load_value(struct load_ctx *lc, const struct cfg_key *k, const char *
                            node_type_name(vn));
         if (!(v.str = node_str(lc, vn, label)))
             return -1;
-        return apply_key(lc->cfg, k, label, &v, lc->err, lc->errlen);
+        return apply_key(lc->cfg, lc->sc, k, label, &v, lc->err, lc->errlen);
     }
 
     if (vn->type != YAML_SEQUENCE_NODE)
@@ -626,7 +673,7 @@ static int load_value(struct load_ctx *lc, const struct cfg_key *k, const char *
         if (!(v.items[i] = node_str(lc, in, item_label)))
             goto out;
     }
-    rc = apply_key(lc->cfg, k, label, &v, lc->err, lc->errlen);
+    rc = apply_key(lc->cfg, lc->sc, k, label, &v, lc->err, lc->errlen);
 out:
     free(v.items);
     return rc;
@@ -833,11 +880,11 @@ static int cfg_set(void *cfg, const struct cfg_schema *sc, const char *key, cons
     struct cfg_value v = {0};
     if (strcmp(value, "null") == 0) {
         v.is_null = true;
-        return apply_key(cfg, k, k->path, &v, err, errlen);
+        return apply_key(cfg, sc, k, k->path, &v, err, errlen);
     }
     if (k->kind != CK_STRLIST && k->kind != CK_SIZELIST) {
         v.str = value;
-        return apply_key(cfg, k, k->path, &v, err, errlen);
+        return apply_key(cfg, sc, k, k->path, &v, err, errlen);
     }
 
     /* A comma-separated list; "" is the empty list. Items are trimmed. */
@@ -869,7 +916,7 @@ static int cfg_set(void *cfg, const struct cfg_schema *sc, const char *key, cons
         p = end ? end + 1 : p + l;
     }
     v.n = n;
-    int rc = apply_key(cfg, k, k->path, &v, err, errlen);
+    int rc = apply_key(cfg, sc, k, k->path, &v, err, errlen);
     free(v.items);
     free(copy);
     return rc;
@@ -881,6 +928,7 @@ void owner_config_init(owner_config *c)
 {
     memset(c, 0, sizeof *c);
     c->cluster_name = strdup("fluxon"); /* NULL on OOM: validate reports it */
+    c->data_listen = strdup("127.0.0.1:0");
     c->log_level = -1;
     c->prefault = true;
     c->use_hugepages = true;
@@ -892,7 +940,10 @@ void master_config_init(master_config *c)
     c->cluster_name = strdup("fluxon");
     c->listen = strdup("127.0.0.1:7700");
     c->inflight_ttl_ms = 60000;
-    c->heartbeat_timeout_ms = 5000;
+    c->heartbeat_interval_ms = 1000;
+    c->heartbeat_timeout_ms = 3 * c->heartbeat_interval_ms;
+    c->heartbeat_timeout_set = false;
+    c->placement = PLACEMENT_RANDOM;
     c->log_level = -1;
 }
 
@@ -954,6 +1005,7 @@ int owner_config_validate(const owner_config *c, char *err, size_t errlen)
     if (check_name("cluster_name", c->cluster_name, true, err, errlen) < 0 ||
         check_hostport("master", c->master, true, err, errlen) < 0 ||
         check_name("node_name", c->node_name, false, err, errlen) < 0 ||
+        check_hostport("data_listen", c->data_listen, true, err, errlen) < 0 ||
         check_log_level(c->log_level, err, errlen) < 0)
         return -1;
     if (c->memory_size == 0)
@@ -1004,8 +1056,18 @@ int master_config_validate(const master_config *c, char *err, size_t errlen)
         return -1;
     if (c->inflight_ttl_ms == 0)
         return cfg_err(err, errlen, "inflight_ttl: must be > 0");
+    if (c->heartbeat_interval_ms == 0)
+        return cfg_err(err, errlen, "heartbeat_interval: must be > 0");
     if (c->heartbeat_timeout_ms == 0)
         return cfg_err(err, errlen, "heartbeat_timeout: must be > 0");
+    if (c->heartbeat_timeout_ms <= c->heartbeat_interval_ms)
+        return cfg_err(err, errlen,
+                       "heartbeat_timeout: %" PRIu64 " ms must be > heartbeat_interval (%" PRIu64
+                       " ms)",
+                       c->heartbeat_timeout_ms, c->heartbeat_interval_ms);
+    if (c->placement < PLACEMENT_RANDOM || c->placement > PLACEMENT_REMOTE)
+        return cfg_err(err, errlen, "placement: invalid policy %d (expected random|local|remote)",
+                       c->placement);
     return 0;
 }
 

@@ -6,6 +6,8 @@
  *   cluster_name: demo
  *   master: 127.0.0.1:7700
  *   node_name: owner0                       # optional, default "owner-<pid>"
+ *   data_listen: 127.0.0.1:0                # optional, default 127.0.0.1:0: where
+ *                                           # the owner-to-owner data plane listens
  *   log_level: warn                         # optional: error|warn|info|debug
  *   fluxonkv_spec:
  *     memory_size: 2GB                      # required, > 0
@@ -21,8 +23,17 @@
  *   listen: 127.0.0.1:7700
  *   http: 127.0.0.1:7701                    # optional
  *   inflight_ttl: 60s                       # optional, in-flight put/get TTL
- *   heartbeat_timeout: 5s                   # optional
+ *   heartbeat_interval: 1s                  # optional, default 1s, > 0: how often
+ *                                           # owners send heartbeats
+ *   heartbeat_timeout: 3s                   # optional, default 3 x heartbeat_interval,
+ *                                           # must be > heartbeat_interval
+ *   placement: random                       # optional: random|local|remote
  *   log_level: warn
+ *
+ * placement picks the owner of a put's memory replica: "random" (the spec's
+ * policy: any owner with room), "local" (the requester's owner when it has
+ * room, else random), "remote" (a random owner other than the requester when
+ * one has room, else the requester).
  *
  * Every key can also be set by flag (owner_config_set with the dotted key, for
  * example "fluxonkv_spec.memory_size", or the last component alone). Every
@@ -37,10 +48,15 @@
 
 #define FX_SSD_MIN_LIMIT 512u
 
+/* The values of the master's `placement` key, in the order of the names
+ * "random", "local", "remote". */
+enum placement_policy_kind { PLACEMENT_RANDOM, PLACEMENT_LOCAL, PLACEMENT_REMOTE };
+
 typedef struct owner_config {
     char *cluster_name;     /* default "fluxon" */
     char *master;           /* "host:port", required */
     char *node_name;        /* default NULL: the owner picks "owner-<pid>" */
+    char *data_listen;      /* "host:port" of the data plane, default "127.0.0.1:0" */
     int log_level;          /* -1: not set */
     uint64_t memory_size;   /* required, > 0 */
     char *client_socket;    /* required */
@@ -57,7 +73,14 @@ typedef struct master_config {
     char *listen;                /* default "127.0.0.1:7700" */
     char *http;                  /* default NULL: no HTTP endpoint */
     uint64_t inflight_ttl_ms;    /* default 60000, > 0 */
-    uint64_t heartbeat_timeout_ms; /* default 5000, > 0 */
+    uint64_t heartbeat_interval_ms; /* default 1000, > 0 */
+    /* Default 3 x heartbeat_interval_ms, > heartbeat_interval_ms. Until
+     * heartbeat_timeout is given (heartbeat_timeout_set), every load or set
+     * recomputes it from the interval; a caller that writes the field by hand
+     * and then sets heartbeat_interval should set the flag too. */
+    uint64_t heartbeat_timeout_ms;
+    bool heartbeat_timeout_set;
+    int placement;               /* enum placement_policy_kind, default random */
     int log_level;               /* -1: not set */
 } master_config;
 
@@ -81,7 +104,8 @@ int master_config_set(master_config *c, const char *key, const char *value, char
 
 /* Checks the rules that span keys (required keys present, memory_size > 0,
  * large_limit_size the same length as large_file_paths, each limit >= 512,
- * "host:port" forms). Returns 0 or -1 with a message naming the key. */
+ * "host:port" forms, heartbeat_timeout > heartbeat_interval). Returns 0 or -1
+ * with a message naming the key. */
 int owner_config_validate(const owner_config *c, char *err, size_t errlen);
 int master_config_validate(const master_config *c, char *err, size_t errlen);
 

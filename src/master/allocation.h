@@ -31,6 +31,7 @@ typedef struct allocation {
     uint64_t offset;
     uint64_t len;      /* payload bytes */
     uint64_t capacity; /* bytes taken from the space */
+    uint64_t stat_mark; /* stat.c: counted in the Stat pass with this number */
 } allocation;
 
 /* A space over [0, capacity) for node_id, with one reference; NULL on ENOMEM. */

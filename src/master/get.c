@@ -1,15 +1,21 @@
 /*
  * get.c - GetStart / GetDone / GetRevoke and the in-flight get table.
  *
- * GetStart reads the key's current route, prefers a readable memory replica,
- * allocates (or reuses) the requester's target and records inflight_gets with
- * references to the target, any source and the route. GetDone moves the
- * target reference into get_holding and answers with the holder id and whether
- * the version is still current (an owner caches only current versions).
- * GetRevoke and the TTL sweep drop the entry and its references.
+ * GetStart reads the key's current route and picks a readable memory replica:
+ * the requester's own (ReuseReplica: the target is the replica, no copy), else
+ * a random live one elsewhere, which the requester pulls into a new target of
+ * its segment: DurableReplica while one of the route's MASTER_DURABLE_SLOTS
+ * slots is free, else Temporary. inflight_gets keeps the target, the source
+ * replica and the route alive. GetDone moves the target reference into
+ * get_holding, promotes a durable target to a memory replica of the route when
+ * the route is still current with the same put_id and the requester is live,
+ * and answers whether the owner may cache the holder (only replicas of the
+ * current version). GetRevoke and the TTL sweep drop the entry and its
+ * references; a durable slot is held from GetStart until the entry goes.
  */
 #include "master/master.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -17,6 +23,8 @@
 
 void master_inflight_get_free(master *m, inflight_get *g)
 {
+    if (g->holds_durable_slot && g->route->durable_slots_used)
+        g->route->durable_slots_used--;
     HASH_DEL(m->inflight_gets, g);
     DL_DELETE(m->inflight_get_order, g);
     allocation_unref(g->target);
@@ -34,12 +42,19 @@ static replica *live_memory_replica(master *m, route *r, uint32_t node_id)
     return NULL;
 }
 
-static bool any_live_memory_replica(master *m, route *r)
+/* A random live memory replica of r on another owner than `not_node`. */
+static replica *remote_memory_replica(master *m, route *r, uint32_t not_node)
 {
-    for (size_t i = 0; i < r->n_replicas; i++)
-        if (live_memory_replica(m, r, r->replicas[i].node_id))
-            return true;
-    return false;
+    replica *pick = NULL;
+    unsigned seen = 0;
+    for (size_t i = 0; i < r->n_replicas; i++) {
+        replica *rep = &r->replicas[i];
+        if (rep->node_id == not_node || !live_memory_replica(m, r, rep->node_id))
+            continue;
+        if ((unsigned)random() % ++seen == 0)
+            pick = rep;
+    }
+    return pick;
 }
 
 void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
@@ -50,27 +65,51 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         net_reply_error(c, h, FX_ENOTFOUND, "KeyNotFound");
         return;
     }
-    replica *local = live_memory_replica(m, r, mb->node_id);
-    if (!local) {
-        if (any_live_memory_replica(m, r))
-            net_reply_error(c, h, FX_ENOTSUP,
-                            "get from a replica on another owner is not implemented");
-        else
+    replica *src = live_memory_replica(m, r, mb->node_id);
+    int mode = FX__GET_MODE__REUSE_REPLICA;
+    allocation *target = NULL;
+    if (src) {
+        target = allocation_ref(src->memory); /* ReuseReplica: no copy */
+    } else {
+        src = remote_memory_replica(m, r, mb->node_id);
+        if (!src) {
             net_reply_error(c, h, FX_ENOTFOUND, "KeyNotFound: no readable replica");
-        return;
+            return;
+        }
+        int err = 0;
+        target = allocation_new(mb->space, r->len, &err);
+        if (!target) {
+            uint64_t total = range_alloc_capacity(mb->space->ra);
+            net_reply_error(c, h, err == -ENOMEM ? FX_ENOMEM : FX_ENOSPC,
+                            "no space for a %llu-byte get target on owner '%s': total %llu "
+                            "bytes, free %llu bytes",
+                            (unsigned long long)r->len, mb->name, (unsigned long long)total,
+                            (unsigned long long)(total - range_alloc_used(mb->space->ra)));
+            return;
+        }
+        mode = r->durable_slots_used < MASTER_DURABLE_SLOTS ? FX__GET_MODE__DURABLE_REPLICA
+                                                             : FX__GET_MODE__TEMPORARY;
     }
+    member *src_member = master_member(m, src->node_id);
     inflight_get *g = calloc(1, sizeof *g);
     if (!g) {
+        allocation_unref(target);
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
     g->get_id = m->next_get_id++;
     g->pid = r->pid;
-    g->src_node = mb->node_id;
+    g->src_node = src->node_id;
     g->req_node = mb->node_id;
-    g->target = allocation_ref(local->memory); /* ReuseReplica: no copy */
+    g->target = target;
+    if (mode != FX__GET_MODE__REUSE_REPLICA)
+        g->source = allocation_ref(src->memory); /* the replica stays while it is read */
     g->route = route_ref(r);
-    g->mode = FX__GET_MODE__REUSE_REPLICA;
+    g->mode = mode;
+    if (mode == FX__GET_MODE__DURABLE_REPLICA) {
+        r->durable_slots_used++;
+        g->holds_durable_slot = true;
+    }
     g->source_kind = GET_SOURCE_MEMORY;
     g->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
     HASH_ADD(hh, m->inflight_gets, get_id, sizeof g->get_id, g);
@@ -82,12 +121,13 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     wire.version = r->pid.version;
     resp.get_id = g->get_id;
     resp.put_id = &wire;
-    resp.mode = FX__GET_MODE__REUSE_REPLICA;
-    resp.src_node_id = mb->node_id;
-    resp.src_offset = local->memory->offset;
-    resp.target_offset = local->memory->offset;
+    resp.mode = mode;
+    resp.src_node_id = src->node_id;
+    resp.src_offset = src->memory->offset;
+    resp.target_offset = target->offset;
     resp.len = r->len;
     resp.source_kind = FX_SRC_MEMORY;
+    resp.src_data_addr = src_member && src_member != mb ? src_member->data_addr : "";
     net_reply(c, h, &resp.base);
 }
 
@@ -96,6 +136,28 @@ static inflight_get *find_get(master *m, member *mb, uint64_t get_id)
     inflight_get *g;
     HASH_FIND(hh, m->inflight_gets, &get_id, sizeof get_id, g);
     return g && g->req_node == mb->node_id ? g : NULL;
+}
+
+/* DurableReplica promotion at GetDone: the target becomes a memory replica
+ * when the route is still the current version and the requester is live. */
+static bool promote(master *m, member *mb, inflight_get *g)
+{
+    route *r = g->route;
+    if (g->mode != FX__GET_MODE__DURABLE_REPLICA || !r->in_table || !put_id_eq(r->pid, g->pid) ||
+        !master_tomb_live(m, mb->node_id, mb->tomb_tag))
+        return false;
+    replica *rep = route_replica(r, mb->node_id);
+    if (rep && rep->memory)
+        return false; /* another get of this owner promoted first */
+    allocation *a = allocation_ref(g->target);
+    if (rep) {
+        rep->memory = a;
+        rep->tomb_tag = mb->tomb_tag;
+    } else if (route_add_replica(r, mb->node_id, mb->tomb_tag, a) < 0) {
+        allocation_unref(a);
+        return false;
+    }
+    return true;
 }
 
 void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__GetDoneReq *req)
@@ -114,13 +176,19 @@ void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
+    int mode = g->mode;
+    if (mode == FX__GET_MODE__DURABLE_REPLICA && !promote(m, mb, g))
+        mode = FX__GET_MODE__TEMPORARY; /* the version moved on: a holder only */
     g->target = NULL; /* moved into get_holding */
-    if (current)
+    /* The owner may cache (and serve without the master) only a replica of
+     * the current version; a temporary is never cached. */
+    bool cacheable = current && mode != FX__GET_MODE__TEMPORARY;
+    if (cacheable)
         route_note_cached_by(r, mb->node_id);
     Fx__GetDoneResp resp = FX__GET_DONE_RESP__INIT;
     resp.holder_id = holder_id;
-    resp.mode = g->mode;
-    resp.cacheable = current;
+    resp.mode = mode;
+    resp.cacheable = cacheable;
     master_inflight_get_free(m, g);
     net_reply(c, h, &resp.base);
 }

@@ -3,7 +3,8 @@
  *
  *   fluxon-master --listen HOST:PORT [--http HOST:PORT] [--config FILE]
  *                 [--port-file FILE] [--cluster-name NAME] [--inflight-ttl DUR]
- *                 [--heartbeat-timeout DUR] [--log-level LEVEL]
+ *                 [--heartbeat-interval DUR] [--heartbeat-timeout DUR]
+ *                 [--placement random|local|remote] [--log-level LEVEL]
  *
  * Flags override the config file. A bad value is a startup error naming the
  * key, exit code 2. --port-file receives "HOST:PORT" once listening (useful
@@ -24,7 +25,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: fluxon-master --listen HOST:PORT [--http HOST:PORT] [--config FILE]\n"
                "                     [--port-file FILE] [--cluster-name NAME]\n"
-               "                     [--inflight-ttl DURATION] [--heartbeat-timeout DURATION]\n"
+               "                     [--inflight-ttl DURATION] [--heartbeat-interval DURATION]\n"
+               "                     [--heartbeat-timeout DURATION]\n"
+               "                     [--placement random|local|remote]\n"
                "                     [--log-level error|warn|info|debug]\n");
 }
 
@@ -49,7 +52,9 @@ int main(int argc, char **argv)
         {"port-file", required_argument, 0, 'p'},
         {"cluster-name", required_argument, 0, 'n'},
         {"inflight-ttl", required_argument, 0, 't'},
+        {"heartbeat-interval", required_argument, 0, 'i'},
         {"heartbeat-timeout", required_argument, 0, 'b'},
+        {"placement", required_argument, 0, 'P'},
         {"log-level", required_argument, 0, 'v'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
@@ -57,6 +62,7 @@ int main(int argc, char **argv)
     static const char *keys[128] = {
         ['l'] = "listen", ['h'] = "http", ['n'] = "cluster_name",
         ['t'] = "inflight_ttl", ['b'] = "heartbeat_timeout", ['v'] = "log_level",
+        ['i'] = "heartbeat_interval", ['P'] = "placement",
     };
     fx_log_init("master");
     signal(SIGPIPE, SIG_IGN);

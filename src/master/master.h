@@ -18,7 +18,11 @@
 #include "common/hashtable.h"
 #include "net/conn.h"
 #include "master/allocation.h"
+#include "master/placement.h"
 #include "master/route.h"
+
+#define MASTER_DATA_TOKEN_LEN 16u
+#define MASTER_DURABLE_SLOTS 2u /* concurrent DurableReplica gets per route */
 
 typedef struct member {
     uint32_t node_id;
@@ -47,6 +51,8 @@ typedef struct inflight_put {
     uint32_t req_node;
     allocation *target;
     allocation *source; /* NULL when the source is the target (local placement) */
+    uint32_t target_node;
+    uint64_t target_tomb; /* the target owner's incarnation at PutStart */
     bool persist_to_ssd;
     uint64_t deadline_ms;
     UT_hash_handle hh;
@@ -64,6 +70,7 @@ typedef struct inflight_get {
     allocation *source; /* memory source or remote SSD staging kept alive */
     route *route;
     int mode; /* FX__GET_MODE__* */
+    bool holds_durable_slot; /* released when the entry goes */
     int source_kind;
     uint64_t deadline_ms;
     UT_hash_handle hh;
@@ -93,6 +100,9 @@ typedef struct master {
     uint64_t next_holder_id;
     uint64_t last_put_ms;
     uint32_t next_put_version;
+    uint8_t data_token[MASTER_DATA_TOKEN_LEN]; /* handed to members at Register */
+    const placement_policy *placement;
+    bool stopping;
     uv_timer_t sweep_timer;
     uv_check_t flush_check;
     void *http; /* http.c state, NULL when disabled */
@@ -112,6 +122,8 @@ member *master_member(master *m, uint32_t node_id);
 /* True when node_id is live with incarnation tomb_tag. */
 bool master_tomb_live(master *m, uint32_t node_id, uint64_t tomb_tag);
 void master_check_heartbeats(master *m);
+/* Sends the live member table to every member (MemberTable, one-way). */
+void master_broadcast_members(master *m);
 
 /* put.c */
 void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
@@ -144,6 +156,7 @@ void master_holdings_drop_node(master *m, uint32_t node_id);
 
 /* stat.c */
 void master_on_stat(master *m, net_conn *c, const frame_hdr *h);
+void master_on_route_info(master *m, net_conn *c, const frame_hdr *h, Fx__RouteInfoReq *req);
 
 /* inflight TTL sweep (put.c / get.c) */
 void master_sweep_inflight(master *m);

@@ -74,8 +74,43 @@ void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Register
     Fx__RegisterResp resp = FX__REGISTER_RESP__INIT;
     resp.node_id = mb->node_id;
     resp.tomb_tag = mb->tomb_tag;
-    resp.heartbeat_ms = 1000;
+    resp.heartbeat_ms = m->cfg.heartbeat_interval_ms > UINT32_MAX ? UINT32_MAX
+                                                                  : (uint32_t)m->cfg.heartbeat_interval_ms;
+    resp.data_token = (ProtobufCBinaryData){.len = sizeof m->data_token, .data = m->data_token};
     net_reply(c, h, &resp.base);
+    master_broadcast_members(m);
+}
+
+void master_broadcast_members(master *m)
+{
+    size_t n = HASH_COUNT(m->members);
+    Fx__MemberInfo *infos = calloc(n ? n : 1, sizeof *infos);
+    Fx__MemberInfo **ptrs = calloc(n ? n : 1, sizeof *ptrs);
+    if (!infos || !ptrs) {
+        FX_LOG(ERROR, "out of memory sending the member table; owners keep the previous one");
+        free(infos);
+        free(ptrs);
+        return;
+    }
+    size_t i = 0;
+    member *mb, *tmp;
+    HASH_ITER(hh, m->members, mb, tmp) {
+        fx__member_info__init(&infos[i]);
+        infos[i].node_id = mb->node_id;
+        infos[i].tomb_tag = mb->tomb_tag;
+        infos[i].name = mb->name;
+        infos[i].data_addr = mb->data_addr;
+        infos[i].kv_ssd_storage = mb->kv_ssd_storage;
+        ptrs[i] = &infos[i];
+        i++;
+    }
+    Fx__MemberTableReq req = FX__MEMBER_TABLE_REQ__INIT;
+    req.n_members = i;
+    req.members = ptrs;
+    HASH_ITER(hh, m->members, mb, tmp)
+        net_send(mb->conn, MSG_MEMBER_TABLE, FRAME_ONEWAY, 0, &req.base);
+    free(infos);
+    free(ptrs);
 }
 
 void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
@@ -110,7 +145,7 @@ static void drop_node_inflight(master *m, uint32_t node_id)
 {
     inflight_put *p, *ptmp;
     DL_FOREACH_SAFE(m->inflight_put_order, p, ptmp)
-        if (p->req_node == node_id)
+        if (p->req_node == node_id || p->target_node == node_id)
             master_inflight_put_free(m, p);
     inflight_get *g, *gtmp;
     DL_FOREACH_SAFE(m->inflight_get_order, g, gtmp)
@@ -133,6 +168,8 @@ void master_member_left(master *m, member *mb, const char *why)
     free(mb->pending_inval_lens);
     seg_space_unref(mb->space);
     free(mb);
+    if (!m->stopping)
+        master_broadcast_members(m);
 }
 
 void master_check_heartbeats(master *m)

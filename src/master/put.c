@@ -1,9 +1,13 @@
 /*
  * put.c - PutStart / PutDone / PutRevoke and the in-flight put table.
  *
- * PutStart picks the target owner, allocates the target range, assigns
- * put_id = (put_time_ms, put_version) and records inflight_puts[(key, put_id)]
- * holding the allocation. PutDone moves the target into a new route (the
+ * PutStart picks the target owner with the placement policy (placement.h),
+ * allocates the target range and, when the target is another owner, a staging
+ * (source) range on the requester's owner that the external writes and the
+ * requester pushes from; it assigns put_id = (put_time_ms, put_version) and
+ * records inflight_puts[(key, put_id)] holding both. PutDone checks that the
+ * target owner is still the incarnation it was at PutStart, releases the
+ * staging range and moves the target into a new route (the
  * overwritten route goes to the invalidation broadcast and is released once no
  * get or holder references its bytes); PutRevoke and the TTL sweep drop the
  * in-flight entry and its ranges without touching routes.
@@ -74,6 +78,31 @@ static put_id next_put_id(master *m)
     return (put_id){.time_ms = wall, .version = m->next_put_version++};
 }
 
+/* Answers a PutStart that found no room with the target's total and free bytes. */
+static void reply_no_space(net_conn *c, const frame_hdr *h, member *where, uint64_t len, int err,
+                           const char *what)
+{
+    Fx__PutStartResp resp = FX__PUT_START_RESP__INIT;
+    char detail[320];
+    uint64_t total = where ? range_alloc_capacity(where->space->ra) : 0;
+    uint64_t used = where ? range_alloc_used(where->space->ra) : 0;
+    if (where)
+        snprintf(detail, sizeof detail,
+                 "no space for %llu bytes (%s) on owner '%s': total %llu bytes, free %llu bytes "
+                 "(largest free range %llu)",
+                 (unsigned long long)len, what, where->name, (unsigned long long)total,
+                 (unsigned long long)(total - used),
+                 (unsigned long long)range_alloc_largest_free(where->space->ra));
+    else
+        snprintf(detail, sizeof detail, "no live owner has room for %llu bytes",
+                 (unsigned long long)len);
+    resp.status = err == -ENOMEM ? FX_ENOMEM : FX_ENOSPC;
+    resp.detail = detail;
+    resp.total_bytes = total;
+    resp.free_bytes = total - used;
+    net_reply(c, h, &resp.base);
+}
+
 void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__PutStartReq *req)
 {
@@ -86,27 +115,25 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         net_reply_error(c, h, FX_ENOTSUP, "put source on another owner is not implemented");
         return;
     }
-    /* Placement: with one owner the requester's segment is the only candidate;
-     * multi-owner random placement comes with the cluster work. */
-    member *target = mb;
+    /* The target comes from the placement policy; a remote target also needs
+     * a staging (source) range on the requester's owner for the external to
+     * write into before the push. */
+    member *target = m->placement->choose(m, mb, req->len);
+    if (!target) {
+        /* Report the requester's own figures: that is where the value was offered. */
+        reply_no_space(c, h, mb, req->len, -ENOSPC, "no owner has room");
+        return;
+    }
     int err = 0;
     allocation *a = allocation_new(target->space, req->len, &err);
     if (!a) {
-        Fx__PutStartResp resp = FX__PUT_START_RESP__INIT;
-        char detail[256];
-        uint64_t total = range_alloc_capacity(target->space->ra);
-        uint64_t used = range_alloc_used(target->space->ra);
-        snprintf(detail, sizeof detail,
-                 "no space for %llu bytes on owner '%s': total %llu bytes, free %llu bytes "
-                 "(largest free range %llu)",
-                 (unsigned long long)req->len, target->name, (unsigned long long)total,
-                 (unsigned long long)(total - used),
-                 (unsigned long long)range_alloc_largest_free(target->space->ra));
-        resp.status = err == -ENOMEM ? FX_ENOMEM : FX_ENOSPC;
-        resp.detail = detail;
-        resp.total_bytes = total;
-        resp.free_bytes = total - used;
-        net_reply(c, h, &resp.base);
+        reply_no_space(c, h, target, req->len, err, "target");
+        return;
+    }
+    allocation *src = NULL;
+    if (target != mb && !(src = allocation_new(mb->space, req->len, &err))) {
+        allocation_unref(a);
+        reply_no_space(c, h, mb, req->len, err, "staging");
         return;
     }
     inflight_put *p = calloc(1, sizeof *p);
@@ -116,6 +143,7 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     if (!p || !p->hkey) {
         free(p);
         allocation_unref(a);
+        allocation_unref(src);
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
@@ -125,6 +153,9 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     p->len = req->len;
     p->req_node = mb->node_id;
     p->target = a;
+    p->source = src;
+    p->target_node = target->node_id;
+    p->target_tomb = target->tomb_tag;
     p->persist_to_ssd = false;
     p->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
     HASH_ADD_KEYPTR(hh, m->inflight_puts, p->hkey, p->hklen, p);
@@ -137,7 +168,8 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     resp.put_id = &wire;
     resp.target_node_id = target->node_id;
     resp.target_offset = a->offset;
-    resp.src_offset = a->offset;
+    resp.src_offset = src ? src->offset : a->offset;
+    resp.target_data_addr = target != mb ? target->data_addr : "";
     resp.total_bytes = range_alloc_capacity(target->space->ra);
     resp.free_bytes = resp.total_bytes - range_alloc_used(target->space->ra);
     net_reply(c, h, &resp.base);
@@ -150,8 +182,8 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         net_reply_error(c, h, FX_ESTALE, "no in-flight put for this key and put_id (expired?)");
         return;
     }
-    member *target = master_member(m, p->target->space->node_id);
-    if (!target) {
+    member *target = master_member(m, p->target_node);
+    if (!target || target->tomb_tag != p->target_tomb) {
         master_inflight_put_free(m, p);
         net_reply_error(c, h, FX_ESTALE, "the target owner left during the put");
         return;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -72,6 +73,9 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     case MSG_STAT:
         master_on_stat(m, c, h);
+        break;
+    case MSG_ROUTE_INFO:
+        master_on_route_info(m, c, h, (Fx__RouteInfoReq *)msg);
         break;
     default:
         FX_LOG(WARN, "%s: %s is not a master request; closing", net_conn_peer(c),
@@ -135,6 +139,14 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     m->next_get_id = 1;
     m->next_holder_id = 1;
     m->next_put_version = 1;
+    m->placement = placement_policy_for(m->cfg.placement);
+    unsigned seed;
+    if (getrandom(m->data_token, sizeof m->data_token, 0) != (ssize_t)sizeof m->data_token ||
+        getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        FX_LOG(ERROR, "getrandom: cannot make the data-plane token: %s", strerror(errno));
+        return -EIO;
+    }
+    srandom(seed);
     int err = 0;
     m->listener = net_listen(loop, m->cfg.listen, false, &master_conn_ops, on_accept, m, &err);
     if (!m->listener) {
@@ -163,6 +175,7 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
 
 void master_stop(master *m)
 {
+    m->stopping = true;
     http_stop(m);
     net_listener_close(m->listener); /* closes every connection: members leave */
     uv_timer_stop(&m->sweep_timer);

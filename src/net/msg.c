@@ -30,6 +30,8 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     ENTRY(MSG_BATCH_DELETE_CLIENT_KV_META_CACHE, "BatchDeleteClientKvMetaCache",
           batch_delete_client_kv_meta_cache),
     ENTRY(MSG_STAT, "Stat", stat),
+    ENTRY(MSG_MEMBER_TABLE, "MemberTable", member_table),
+    ENTRY(MSG_ROUTE_INFO, "RouteInfo", route_info),
     ENTRY(MSG_EXT_HELLO, "ExternalHello", external_hello),
     ENTRY(MSG_EXT_PUT_START, "ExternalPutStart", external_put_start),
     ENTRY(MSG_EXT_PUT_TRANSFER_END, "ExternalPutTransferEnd", external_put_transfer_end),

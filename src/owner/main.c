@@ -4,6 +4,7 @@
  *
  *   fluxon-owner --config FILE [--master HOST:PORT] [--memory-size SIZE]
  *                [--client-socket PATH] [--cluster-name NAME] [--node-name NAME]
+ *                [--data-listen HOST:PORT]
  *                [--prefault true|false] [--large-file-paths A,B]
  *                [--large-limit-size S1,S2] [--log-level LEVEL]
  *
@@ -20,18 +21,45 @@
 #include "common/config.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "owner/dataplane/dataplane.h"
 #include "owner/owner.h"
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: fluxon-owner --config FILE [--master HOST:PORT] [--memory-size SIZE]\n"
                "                    [--client-socket PATH] [--cluster-name NAME] [--node-name NAME]\n"
+               "                    [--data-listen HOST:PORT]\n"
                "                    [--prefault true|false] [--large-file-paths P1,P2]\n"
                "                    [--large-limit-size S1,S2] [--use-hugepages true|false]\n"
                "                    [--log-level LEVEL]\n");
 }
 
 static uv_signal_t sig_term, sig_int;
+
+static bool member_check(void *ud, uint32_t node_id, uint64_t tomb_tag)
+{
+    return owner_is_member(ud, node_id, tomb_tag);
+}
+
+/* Starts the owner-to-owner data plane on data_listen; peers learn its
+ * address from the master (Register carries it). */
+static int start_data_plane(owner *o)
+{
+    int err = 0;
+    o->dp = dp_engine_new(o->loop, o->seg.base, o->seg.size, o->cfg.data_listen, &err);
+    if (!o->dp) {
+        fprintf(stderr, "fluxon-owner: data_listen: cannot listen on %s: %s\n", o->cfg.data_listen,
+                strerror(-err));
+        return -1;
+    }
+    dp_engine_set_member_check(o->dp, member_check, o);
+    char host[256];
+    int port;
+    config_parse_hostport(o->cfg.data_listen, host, sizeof host, &port);
+    snprintf(o->data_addr, sizeof o->data_addr, "%s:%d", host, dp_engine_port(o->dp));
+    FX_LOG(INFO, "data plane on %s", o->data_addr);
+    return 0;
+}
 
 static void on_signal(uv_signal_t *s, int signum)
 {
@@ -49,6 +77,7 @@ int main(int argc, char **argv)
         {"client-socket", required_argument, 0, 'k'},
         {"cluster-name", required_argument, 0, 'n'},
         {"node-name", required_argument, 0, 'N'},
+        {"data-listen", required_argument, 0, 'D'},
         {"prefault", required_argument, 0, 'P'},
         {"large-file-paths", required_argument, 0, 'f'},
         {"large-limit-size", required_argument, 0, 'L'},
@@ -62,7 +91,7 @@ int main(int argc, char **argv)
         ['k'] = "fluxonkv_spec.client_socket", ['n'] = "cluster_name", ['N'] = "node_name",
         ['P'] = "fluxonkv_spec.prefault", ['f'] = "fluxonkv_spec.large_file_paths",
         ['L'] = "fluxonkv_spec.large_limit_size", ['v'] = "log_level",
-        ['H'] = "fluxonkv_spec.use_hugepages",
+        ['H'] = "fluxonkv_spec.use_hugepages", ['D'] = "data_listen",
     };
     fx_log_init("owner");
     signal(SIGPIPE, SIG_IGN);
@@ -136,6 +165,10 @@ int main(int argc, char **argv)
     sig_term.data = sig_int.data = &o;
     uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_signal_start(&sig_int, on_signal, SIGINT);
+    if (start_data_plane(&o) < 0) {
+        rc = 2;
+        goto out;
+    }
     if (owner_master_connect(&o) < 0) {
         fprintf(stderr, "fluxon-owner: master: cannot connect to '%s'\n", o.cfg.master);
         rc = 2;
@@ -148,6 +181,8 @@ int main(int argc, char **argv)
         net_listener_close(o.ext_listener);
     if (o.master)
         net_conn_close(o.master);
+    if (o.dp)
+        dp_engine_close(o.dp);
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
     uv_close((uv_handle_t *)&o.ack_timer, NULL);
@@ -155,6 +190,9 @@ int main(int argc, char **argv)
     uv_close((uv_handle_t *)&o.connect_timer, NULL);
     uv_run(o.loop, UV_RUN_DEFAULT);
     holders_cache_clear(&o);
+    if (o.dp)
+        dp_engine_free(o.dp);
+    free(o.members);
     uv_loop_close(o.loop);
     unlink(o.cfg.client_socket);
     segment_destroy(&o.seg);

@@ -1,7 +1,9 @@
 /*
  * master_link.c - the owner's connection to the master: connect (retried at
  * startup), Register, heartbeats, the BatchDeleteAck batch, and the master's
- * one-way pushes (BatchDeleteClientKvMetaCache).
+ * one-way pushes (BatchDeleteClientKvMetaCache, MemberTable). Register
+ * announces the data plane's address and returns the cluster's data-plane
+ * token; the member table says which peers the data plane accepts.
  *
  * Losing the master after registration stops the owner: a new master would
  * hand out ranges of this segment that local externals may still be reading,
@@ -18,6 +20,7 @@
 
 #include "common/log.h"
 #include "fluxon/fluxon.h"
+#include "owner/dataplane/dataplane.h"
 
 #define CONNECT_RETRY_MS 100u
 #define CONNECT_DEADLINE_MS 30000u
@@ -111,6 +114,7 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
     o->tomb_tag = r->tomb_tag;
     o->registered = true;
     FX_LOG(INFO, "registered as node %u (tomb %llu)", o->node_id, (unsigned long long)o->tomb_tag);
+    dp_engine_set_identity(o->dp, o->node_id, o->tomb_tag, r->data_token.data, r->data_token.len);
     uint32_t hb = r->heartbeat_ms ? r->heartbeat_ms : 1000;
     uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
     if (owner_ext_listen(o) < 0)
@@ -146,7 +150,7 @@ static void on_connected(net_conn *c, int status, void *ud)
     req.node_name = o->cfg.node_name;
     req.segment_size = o->seg.size;
     req.kv_ssd_storage = false;
-    req.data_addr = "";
+    req.data_addr = o->data_addr;
     if (rpc_call(o->mrpc, MSG_REGISTER, &req.base, OWNER_RPC_TIMEOUT_MS, on_register_resp, o) < 0)
         owner_stop(o, 1);
 }
@@ -167,9 +171,34 @@ int owner_master_connect(owner *o)
 
 static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
 {
-    for (size_t i = 0; i < req->n_keys; i++)
+    for (size_t i = 0; i < req->n_keys; i++) {
         holders_cache_drop(o, req->keys[i].data, req->keys[i].len);
+        ext_get_forget_pending(o, req->keys[i].data, req->keys[i].len);
+    }
     owner_ext_invalidate(o, req->keys, req->n_keys);
+}
+
+static void on_member_table(owner *o, Fx__MemberTableReq *req)
+{
+    peer_member *n = calloc(req->n_members ? req->n_members : 1, sizeof *n);
+    if (!n) {
+        FX_LOG(ERROR, "out of memory taking the member table; keeping the previous one");
+        return;
+    }
+    for (size_t i = 0; i < req->n_members; i++)
+        n[i] = (peer_member){.node_id = req->members[i]->node_id,
+                             .tomb_tag = req->members[i]->tomb_tag};
+    free(o->members);
+    o->members = n;
+    o->n_members = req->n_members;
+}
+
+bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag)
+{
+    for (size_t i = 0; i < o->n_members; i++)
+        if (o->members[i].node_id == node_id)
+            return o->members[i].tomb_tag == tomb_tag;
+    return false;
 }
 
 static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
@@ -181,6 +210,9 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
         return;
     }
     switch (h->type) {
+    case MSG_MEMBER_TABLE:
+        on_member_table(o, (Fx__MemberTableReq *)msg);
+        break;
     case MSG_BATCH_DELETE_CLIENT_KV_META_CACHE:
         on_invalidate(o, (Fx__BatchDeleteClientKvMetaCacheReq *)msg);
         net_reply(c, h, &((Fx__BatchDeleteClientKvMetaCacheResp)

@@ -61,7 +61,12 @@ typedef struct ext_put {
     size_t klen;
     uint64_t time_ms;
     uint32_t version;
-    uint64_t offset, len;
+    uint64_t offset, len; /* the source (staging) range the external writes */
+    /* Remote placement: the bytes are pushed to the target owner before PutDone. */
+    bool remote;
+    uint32_t target_node;
+    uint64_t target_offset;
+    char *target_addr; /* the target owner's data plane, "host:port" */
     struct ext_put *prev, *next;
 } ext_put;
 
@@ -84,11 +89,19 @@ typedef struct pending_get {
     char *key;
     size_t klen;
     get_waiter *waiters;
+    int attempts; /* GetStart rounds so far (a failed pull revokes and retries) */
+    bool in_table; /* false once a put or delete of the key made it stale for new gets */
     uint64_t get_id;
-    uint64_t offset, len;
+    uint64_t offset, len; /* the target range in this segment */
     int source;
     UT_hash_handle hh;
 } pending_get;
+
+/* One live member of the cluster as the master last told it (MemberTable). */
+typedef struct peer_member {
+    uint32_t node_id;
+    uint64_t tomb_tag;
+} peer_member;
 
 typedef struct owner {
     uv_loop_t *loop;
@@ -104,6 +117,10 @@ typedef struct owner {
     uint32_t node_id;
     uint64_t tomb_tag;
     net_listener *ext_listener;
+    struct dp_engine *dp; /* the owner-to-owner data plane */
+    char data_addr[300];  /* where peers reach dp, "host:port" */
+    struct peer_member *members; /* the master's member table, for dp peer checks */
+    size_t n_members;
     session *sessions; /* by client_id */
     uint64_t next_client_id;
     memory_info *get_cache; /* by key */
@@ -122,6 +139,14 @@ int owner_master_connect(owner *o);
 void owner_stop(owner *o, int exit_code);
 /* Queues a master holder id for BatchDeleteAck. */
 void owner_ack_holder(owner *o, uint64_t master_holder_id);
+
+/* True when node_id with incarnation tomb_tag is in the master's member table. */
+bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag);
+
+/* ext_get.c */
+/* A put or delete of key finished: gets that arrive from now on must not
+ * join the request already in flight (it may return the old version). */
+void ext_get_forget_pending(owner *o, const void *key, size_t klen);
 
 /* extapi.c */
 int owner_ext_listen(owner *o);

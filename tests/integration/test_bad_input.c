@@ -525,8 +525,8 @@ static void common_abuse(const char *who, connect_fn conn, const char *addr, uin
     expect_dropped(who, conn, addr, "type 1000", buf, n);
     n = frame(buf, 0, 0, 4, NULL, 0);
     expect_dropped(who, conn, addr, "type 0", buf, n);
-    n = frame(buf, 13, 0, 4, NULL, 0);
-    expect_dropped(who, conn, addr, "type 13", buf, n);
+    n = frame(buf, 20, 0, 4, NULL, 0);
+    expect_dropped(who, conn, addr, "type 20", buf, n);
 
     /* A known type with a body that is not protobuf: random bytes behind an
      * invalid tag (wire type 7), and a well-formed body cut short inside its

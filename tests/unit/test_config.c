@@ -545,7 +545,8 @@ static void test_master(void)
     master_config_init(&c);
     CHECK(strcmp(c.cluster_name, "fluxon") == 0 && strcmp(c.listen, "127.0.0.1:7700") == 0,
           "defaults");
-    CHECK(c.http == NULL && c.inflight_ttl_ms == 60000 && c.heartbeat_timeout_ms == 5000 &&
+    CHECK(c.http == NULL && c.inflight_ttl_ms == 60000 && c.heartbeat_interval_ms == 1000 &&
+              c.heartbeat_timeout_ms == 3000 && c.placement == PLACEMENT_RANDOM &&
               c.log_level == -1,
           "defaults");
     CHECK(master_config_validate(&c, err, sizeof err) == 0, "defaults valid: %s", err);
@@ -554,14 +555,19 @@ static void test_master(void)
                        "listen: 0.0.0.0:7800\n"
                        "http: 127.0.0.1:7801\n"
                        "inflight_ttl: 90s\n"
+                       "heartbeat_interval: 100ms\n"
                        "heartbeat_timeout: 500ms\n"
+                       "placement: local\n"
                        "log_level: info\n";
     REQUIRE(master_config_load(&c, write_tmp(yaml), err, sizeof err) == 0, "load: %s", err);
     CHECK(strcmp(c.cluster_name, "demo") == 0, "cluster_name");
     CHECK(strcmp(c.listen, "0.0.0.0:7800") == 0, "listen");
     CHECK(c.http && strcmp(c.http, "127.0.0.1:7801") == 0, "http");
     CHECK(c.inflight_ttl_ms == 90000, "inflight_ttl %" PRIu64, c.inflight_ttl_ms);
+    CHECK(c.heartbeat_interval_ms == 100, "heartbeat_interval %" PRIu64,
+          c.heartbeat_interval_ms);
     CHECK(c.heartbeat_timeout_ms == 500, "heartbeat_timeout %" PRIu64, c.heartbeat_timeout_ms);
+    CHECK(c.placement == PLACEMENT_LOCAL, "placement %d", c.placement);
     CHECK(c.log_level == FX_LOG_INFO, "log_level");
     CHECK(master_config_validate(&c, err, sizeof err) == 0, "validate: %s", err);
 
@@ -613,6 +619,8 @@ static void test_master(void)
     master_config_init(&c);
     CHECK(master_config_set(&c, "inflight-ttl", "2m", err, sizeof err) == 0, "%s", err);
     CHECK(c.inflight_ttl_ms == 120000, "inflight_ttl flag");
+    CHECK(master_config_set(&c, "heartbeat_interval", "250", err, sizeof err) == 0, "%s", err);
+    CHECK(c.heartbeat_interval_ms == 250, "heartbeat_interval flag");
     CHECK(master_config_set(&c, "heartbeat_timeout", "750", err, sizeof err) == 0, "%s", err);
     CHECK(c.heartbeat_timeout_ms == 750, "heartbeat flag");
     CHECK(master_config_set(&c, "listen", "[::1]:7700", err, sizeof err) == 0, "%s", err);
@@ -651,6 +659,201 @@ static void test_master(void)
           "validate listen: %s", err);
     master_config_free(&c);
     master_config_free(NULL);
+}
+
+static void test_owner_data_listen(void)
+{
+    char err[512];
+    owner_config c;
+    owner_config_init(&c);
+    CHECK(c.data_listen && strcmp(c.data_listen, "127.0.0.1:0") == 0, "default data_listen");
+    owner_config_free(&c);
+
+    owner_config_init(&c);
+    REQUIRE(owner_config_load(&c, write_tmp(OWNER_BASE "data_listen: 0.0.0.0:7710\n"), err,
+                              sizeof err) == 0,
+            "load: %s", err);
+    CHECK(strcmp(c.data_listen, "0.0.0.0:7710") == 0, "data_listen '%s'", c.data_listen);
+    CHECK(owner_config_validate(&c, err, sizeof err) == 0, "validate: %s", err);
+    CHECK(owner_config_set(&c, "data-listen", "[::1]:0", err, sizeof err) == 0, "flag: %s", err);
+    CHECK(strcmp(c.data_listen, "[::1]:0") == 0, "data_listen flag '%s'", c.data_listen);
+    CHECK(owner_config_set(&c, "data_listen", "localhost:9", err, sizeof err) == 0, "%s", err);
+    CHECK(strcmp(c.data_listen, "localhost:9") == 0, "data_listen by key");
+
+    /* A bad value names the key and leaves the field as it was. */
+    static const char *bad[] = {"nohost", "h:70000", ":80", "h:", "::1:80", "null", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK(owner_config_set(&c, "data_listen", bad[i], err, sizeof err) == -1 &&
+                  contains(err, "data_listen"),
+              "bad data_listen flag '%s': %s", bad[i], err);
+        CHECK(strcmp(c.data_listen, "localhost:9") == 0, "data_listen unchanged after '%s'",
+              bad[i]);
+    }
+    free(c.data_listen);
+    c.data_listen = strdup("bogus");
+    CHECK(owner_config_set(&c, "master", "127.0.0.1:1", err, sizeof err) == 0, "%s", err);
+    c.memory_size = 1;
+    CHECK(owner_config_set(&c, "client_socket", "/s", err, sizeof err) == 0, "%s", err);
+    CHECK(owner_config_validate(&c, err, sizeof err) == -1 && contains(err, "data_listen"),
+          "validate bad data_listen set by hand: %s", err);
+    free(c.data_listen);
+    c.data_listen = NULL;
+    CHECK(owner_config_validate(&c, err, sizeof err) == -1 &&
+              contains(err, "data_listen: missing"),
+          "validate missing data_listen: %s", err);
+    owner_config_free(&c);
+
+    EXPECT_OWNER_OK(OWNER_BASE "data_listen: 127.0.0.1:0\n");
+    EXPECT_OWNER_OK(OWNER_BASE "data_listen: '[::1]:7710'\n");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_listen: 127.0.0.1\n", "data_listen: invalid host:port");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_listen: 127.0.0.1:65536\n",
+                     "data_listen: invalid host:port");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_listen: a b:1\n", "data_listen: invalid host:port");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_listen: null\n", "data_listen: a value is required");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_listen: ''\n", "data_listen: must not be empty");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_listen: [127.0.0.1:1]\n", "data_listen: expected a scalar");
+    EXPECT_OWNER_ERR(OWNER_BASE "fluxonkv_spec2: 1\n", "fluxonkv_spec2: unknown key");
+    EXPECT_OWNER_ERR(OWNER_MASTER "fluxonkv_spec:\n  memory_size: 1GB\n  client_socket: /s\n"
+                                  "  data_listen: 127.0.0.1:0\n",
+                     "fluxonkv_spec.data_listen: unknown key");
+}
+
+static void test_master_heartbeat(void)
+{
+    char err[512];
+    master_config c;
+
+    /* The timeout follows 3 x the interval until it is given itself, in a
+     * file and by flag, whatever the order of the two keys. */
+    master_config_init(&c);
+    REQUIRE(master_config_load(&c, write_tmp("heartbeat_interval: 2s\n"), err, sizeof err) == 0,
+            "load: %s", err);
+    CHECK(c.heartbeat_interval_ms == 2000 && c.heartbeat_timeout_ms == 6000,
+          "derived timeout %" PRIu64, c.heartbeat_timeout_ms);
+    CHECK(!c.heartbeat_timeout_set, "timeout not set");
+    CHECK(master_config_validate(&c, err, sizeof err) == 0, "validate: %s", err);
+    CHECK(master_config_set(&c, "heartbeat-interval", "250ms", err, sizeof err) == 0, "%s", err);
+    CHECK(c.heartbeat_interval_ms == 250 && c.heartbeat_timeout_ms == 750,
+          "derived timeout after flag %" PRIu64, c.heartbeat_timeout_ms);
+    CHECK(master_config_set(&c, "heartbeat_timeout", "10s", err, sizeof err) == 0, "%s", err);
+    CHECK(c.heartbeat_timeout_ms == 10000 && c.heartbeat_timeout_set, "explicit timeout");
+    CHECK(master_config_set(&c, "heartbeat_interval", "1s", err, sizeof err) == 0, "%s", err);
+    CHECK(c.heartbeat_timeout_ms == 10000, "explicit timeout kept after the interval changes");
+    CHECK(master_config_validate(&c, err, sizeof err) == 0, "validate: %s", err);
+    master_config_free(&c);
+
+    master_config_init(&c);
+    REQUIRE(master_config_load(&c, write_tmp("heartbeat_timeout: 9s\nheartbeat_interval: 1s\n"),
+                               err, sizeof err) == 0,
+            "load: %s", err);
+    CHECK(c.heartbeat_timeout_ms == 9000 && c.heartbeat_interval_ms == 1000,
+          "timeout before interval in the file: %" PRIu64, c.heartbeat_timeout_ms);
+    /* A failed load does not change the flag or the derived value. */
+    master_config_free(&c);
+    master_config_init(&c);
+    CHECK(master_config_load(&c, write_tmp("heartbeat_interval: 5s\nheartbeat_timeout: x\n"), err,
+                             sizeof err) == -1 &&
+              contains(err, "heartbeat_timeout: invalid duration"),
+          "bad timeout: %s", err);
+    CHECK(c.heartbeat_interval_ms == 1000 && c.heartbeat_timeout_ms == 3000 &&
+              !c.heartbeat_timeout_set,
+          "unchanged after a failed load");
+    CHECK(master_config_set(&c, "heartbeat_interval", "0", err, sizeof err) == -1 &&
+              contains(err, "heartbeat_interval: must be > 0"),
+          "zero interval flag: %s", err);
+    CHECK(master_config_set(&c, "heartbeat_interval", "often", err, sizeof err) == -1 &&
+              contains(err, "heartbeat_interval: invalid duration"),
+          "bad interval flag: %s", err);
+    CHECK(c.heartbeat_interval_ms == 1000 && c.heartbeat_timeout_ms == 3000, "unchanged");
+    /* A huge interval saturates the derived timeout instead of wrapping. */
+    CHECK(master_config_set(&c, "heartbeat_interval", "9000000000000000000", err, sizeof err) ==
+              0,
+          "%s", err);
+    CHECK(c.heartbeat_timeout_ms == UINT64_MAX, "saturated %" PRIu64, c.heartbeat_timeout_ms);
+    CHECK(master_config_validate(&c, err, sizeof err) == 0, "validate: %s", err);
+    c.heartbeat_interval_ms = 0;
+    CHECK(master_config_validate(&c, err, sizeof err) == -1 &&
+              contains(err, "heartbeat_interval: must be > 0"),
+          "validate zero interval set by hand: %s", err);
+    c.heartbeat_interval_ms = 1000;
+    c.heartbeat_timeout_ms = 1000;
+    CHECK(master_config_validate(&c, err, sizeof err) == -1 &&
+              contains(err, "heartbeat_timeout") && contains(err, "heartbeat_interval"),
+          "validate timeout == interval set by hand: %s", err);
+    master_config_free(&c);
+
+    EXPECT_MASTER_ERR("heartbeat_interval: 0\n", "heartbeat_interval: must be > 0");
+    EXPECT_MASTER_ERR("heartbeat_interval: 0ms\n", "heartbeat_interval: must be > 0");
+    EXPECT_MASTER_ERR("heartbeat_interval: soon\n", "heartbeat_interval: invalid duration");
+    EXPECT_MASTER_ERR("heartbeat_interval: 1.5s\n", "heartbeat_interval: invalid duration");
+    EXPECT_MASTER_ERR("heartbeat_interval: null\n", "heartbeat_interval: a value is required");
+    EXPECT_MASTER_ERR("heartbeat_interval: [1s]\n", "heartbeat_interval: expected a scalar");
+    EXPECT_MASTER_ERR("heartbeat_interval: 99999999999999999999h\n",
+                      "heartbeat_interval: duration '99999999999999999999h' is too large");
+    /* The explicit timeout must exceed the interval. */
+    EXPECT_MASTER_ERR("heartbeat_timeout: 500ms\n", "heartbeat_timeout");
+    EXPECT_MASTER_ERR("heartbeat_timeout: 1s\n", "heartbeat_timeout");
+    EXPECT_MASTER_ERR("heartbeat_interval: 2s\nheartbeat_timeout: 2s\n", "heartbeat_timeout");
+    EXPECT_MASTER_ERR("heartbeat_timeout: 1s\nheartbeat_interval: 5s\n",
+                      "heartbeat_timeout: 1000 ms must be > heartbeat_interval (5000 ms)");
+    master_config_init(&c);
+    CHECK(master_config_set(&c, "heartbeat_timeout", "500ms", err, sizeof err) == 0, "%s", err);
+    CHECK(master_config_validate(&c, err, sizeof err) == -1 && contains(err, "heartbeat_timeout"),
+          "flag timeout below the default interval: %s", err);
+    master_config_free(&c);
+}
+
+static void test_master_placement(void)
+{
+    char err[512];
+    master_config c;
+    master_config_init(&c);
+    CHECK(c.placement == PLACEMENT_RANDOM, "default placement");
+
+    static const struct {
+        const char *v;
+        int want;
+    } ok[] = {{"random", PLACEMENT_RANDOM}, {"local", PLACEMENT_LOCAL},
+              {"remote", PLACEMENT_REMOTE}, {"\"Remote\"", PLACEMENT_REMOTE},
+              {"'random'", PLACEMENT_RANDOM}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char y[64];
+        snprintf(y, sizeof y, "placement: %s\n", ok[i].v);
+        CHECK(master_config_load(&c, write_tmp(y), err, sizeof err) == 0, "%s: %s", ok[i].v,
+              err);
+        CHECK(c.placement == ok[i].want, "%s -> %d", ok[i].v, c.placement);
+        CHECK(master_config_validate(&c, err, sizeof err) == 0, "validate: %s", err);
+    }
+    CHECK(master_config_set(&c, "placement", "local", err, sizeof err) == 0, "flag: %s", err);
+    CHECK(c.placement == PLACEMENT_LOCAL, "placement flag");
+
+    /* A bad value names the key, lists the allowed ones, changes nothing. */
+    static const char *bad[] = {"nearest", "", "null", "randomly", "local,remote", "0"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK(master_config_set(&c, "placement", bad[i], err, sizeof err) == -1 &&
+                  contains(err, "placement"),
+              "bad placement '%s': %s", bad[i], err);
+        CHECK(c.placement == PLACEMENT_LOCAL, "placement unchanged after '%s'", bad[i]);
+    }
+    CHECK(master_config_set(&c, "placement", "nearest", err, sizeof err) == -1 &&
+              contains(err, "placement: invalid value 'nearest'") &&
+              contains(err, "random|local|remote"),
+          "message lists the values: %s", err);
+    c.placement = 7;
+    CHECK(master_config_validate(&c, err, sizeof err) == -1 && contains(err, "placement") &&
+              contains(err, "random|local|remote"),
+          "validate placement set by hand: %s", err);
+    c.placement = -1;
+    CHECK(master_config_validate(&c, err, sizeof err) == -1 && contains(err, "placement"),
+          "validate negative placement: %s", err);
+    master_config_free(&c);
+
+    EXPECT_MASTER_ERR("placement: nearest\n", "placement: invalid value 'nearest'");
+    EXPECT_MASTER_ERR("placement: nearest\n", "random|local|remote");
+    EXPECT_MASTER_ERR("placement: 1\n", "placement: invalid value '1'");
+    EXPECT_MASTER_ERR("placement: null\n", "placement: a value is required");
+    EXPECT_MASTER_ERR("placement: [local]\n", "placement: expected a scalar");
+    EXPECT_MASTER_ERR("placement: {a: b}\n", "placement: expected a scalar");
 }
 
 static void test_hostport(void)
@@ -698,7 +901,10 @@ int main(void)
     test_owner_variants();
     test_owner_errors();
     test_owner_flags();
+    test_owner_data_listen();
     test_master();
+    test_master_heartbeat();
+    test_master_placement();
     test_hostport();
     cleanup();
     return test_finish();

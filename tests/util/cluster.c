@@ -1,10 +1,17 @@
 /*
  * cluster.c - start and stop a local test cluster (see cluster.h).
+ *
+ * The master writes its address to DIR/master.addr once it listens; each
+ * owner then gets a YAML file with that address and is ready when it answers
+ * a ping on its client socket. Owners start side by side and are waited for
+ * together; stopping sends SIGTERM to every owner first (each deregisters
+ * from a master that is still there), then to the master.
  */
 #include "cluster.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +72,11 @@ void cluster_dump_logs(const test_cluster *tc)
     char p[512];
     snprintf(p, sizeof p, "%s/master.log", tc->dir);
     tail_file(p);
-    snprintf(p, sizeof p, "%s/owner0.log", tc->dir);
-    tail_file(p);
+    int n = tc->n_owners > 0 ? tc->n_owners : 1;
+    for (int i = 0; i < n; i++) {
+        snprintf(p, sizeof p, "%s/owner%d.log", tc->dir, i);
+        tail_file(p);
+    }
 }
 
 static void sleep_ms(int ms)
@@ -86,19 +96,137 @@ static int wait_exit(pid_t pid, int timeout_ms, int *status)
     return -1;
 }
 
+/* owner_pid mirrors owner_pids[0] for the tests written for one owner. */
+static void set_owner_pid(test_cluster *tc, int i, pid_t pid)
+{
+    tc->owner_pids[i] = pid;
+    if (i == 0)
+        tc->owner_pid = pid;
+}
+
+static int write_owner_yaml(const test_cluster *tc, int i, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/owner%d.yaml", tc->dir, i);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "cluster: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f,
+            "cluster_name: test\n"
+            "master: %s\n"
+            "node_name: owner%d\n"
+            "data_listen: 127.0.0.1:0\n"
+            "fluxonkv_spec:\n"
+            "  memory_size: %" PRIu64 "\n"
+            "  client_socket: %s\n",
+            tc->master_addr, i, tc->memory_size, tc->sockets[i]);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "cluster: cannot write %s\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes owner i's YAML and starts it (without waiting for it). */
+static int spawn_owner(test_cluster *tc, int i)
+{
+    char yaml[512], log[512], obin[512];
+    if (write_owner_yaml(tc, i, yaml, sizeof yaml) < 0)
+        return -1;
+    snprintf(log, sizeof log, "%s/owner%d.log", tc->dir, i);
+    snprintf(obin, sizeof obin, "%s", cluster_bin("fluxon-owner"));
+    char *oargv[] = {obin, "--config", yaml, NULL};
+    pid_t pid = spawn(oargv, log);
+    if (pid < 0) {
+        fprintf(stderr, "cluster: cannot fork owner%d: %s\n", i, strerror(errno));
+        return -1;
+    }
+    set_owner_pid(tc, i, pid);
+    tc->owner_killed[i] = false;
+    return 0;
+}
+
+static bool owner_answers(const char *socket)
+{
+    int err;
+    fx_client *c = fx_connect(socket, &err);
+    if (!c)
+        return false;
+    int r = fx_ping(c);
+    fx_close(c);
+    return r == 0;
+}
+
+/* Waits up to 60 s until every owner in [first, last] answers a ping.
+ * Returns 0, or -1 after saying which owner (or the master) failed. */
+static int wait_owners_ready(test_cluster *tc, int first, int last)
+{
+    bool ready[TEST_CLUSTER_MAX_OWNERS] = {false};
+    for (int tries = 0; tries < 6000; tries++) {
+        int waiting = 0;
+        for (int i = first; i <= last; i++) {
+            if (ready[i])
+                continue;
+            if (owner_answers(tc->sockets[i])) {
+                ready[i] = true;
+                continue;
+            }
+            int st;
+            if (waitpid(tc->owner_pids[i], &st, WNOHANG) == tc->owner_pids[i]) {
+                set_owner_pid(tc, i, 0);
+                fprintf(stderr, "cluster: owner%d exited during startup\n", i);
+                return -1;
+            }
+            waiting++;
+        }
+        if (waiting == 0)
+            return 0;
+        int st;
+        if (waitpid(tc->master_pid, &st, WNOHANG) == tc->master_pid) {
+            tc->master_pid = 0;
+            fprintf(stderr, "cluster: the master exited while the owners started\n");
+            return -1;
+        }
+        sleep_ms(10);
+    }
+    for (int i = first; i <= last; i++)
+        if (!ready[i])
+            fprintf(stderr, "cluster: owner%d did not become ready\n", i);
+    return -1;
+}
+
 int cluster_start(test_cluster *tc, uint64_t memory_size)
 {
-    return cluster_start_args(tc, memory_size, NULL);
+    return cluster_start_n(tc, 1, memory_size, NULL);
 }
 
 int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const *master_args)
 {
+    return cluster_start_n(tc, 1, memory_size, master_args);
+}
+
+int cluster_start_n(test_cluster *tc, int n_owners, uint64_t memory_size,
+                    const char *const *master_args)
+{
     memset(tc, 0, sizeof *tc);
+    if (n_owners < 1 || n_owners > TEST_CLUSTER_MAX_OWNERS) {
+        fprintf(stderr, "cluster: %d owners (expected 1..%d)\n", n_owners,
+                TEST_CLUSTER_MAX_OWNERS);
+        return -1;
+    }
+    tc->n_owners = n_owners;
+    tc->memory_size = memory_size;
     snprintf(tc->dir, sizeof tc->dir, "/tmp/fx-test-XXXXXX");
     if (!mkdtemp(tc->dir)) {
         perror("mkdtemp");
+        tc->dir[0] = 0;
         return -1;
     }
+    for (int i = 0; i < n_owners; i++)
+        snprintf(tc->sockets[i], sizeof tc->sockets[i], "%s/owner%d.sock", tc->dir, i);
+    snprintf(tc->socket, sizeof tc->socket, "%s", tc->sockets[0]);
+
     char port_file[512], log[512];
     snprintf(port_file, sizeof port_file, "%s/master.addr", tc->dir);
     snprintf(log, sizeof log, "%s/master.log", tc->dir);
@@ -114,6 +242,10 @@ int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const
         if (f) {
             if (!fgets(tc->master_addr, sizeof tc->master_addr, f))
                 tc->master_addr[0] = 0;
+            /* The master writes "HOST:PORT\n"; a read before the newline is
+             * a partial line: try again. */
+            if (!strchr(tc->master_addr, '\n'))
+                tc->master_addr[0] = 0;
             tc->master_addr[strcspn(tc->master_addr, "\n")] = 0;
             fclose(f);
         }
@@ -124,44 +256,54 @@ int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const
         fprintf(stderr, "cluster: the master did not start\n");
         goto fail;
     }
-    snprintf(tc->socket, sizeof tc->socket, "%s/owner0.sock", tc->dir);
-    char size[32], obin[512];
-    snprintf(size, sizeof size, "%llu", (unsigned long long)memory_size);
-    snprintf(obin, sizeof obin, "%s", cluster_bin("fluxon-owner"));
-    snprintf(log, sizeof log, "%s/owner0.log", tc->dir);
-    char *oargv[] = {obin, "--master", tc->master_addr, "--memory-size", size,
-                     "--client-socket", tc->socket, "--cluster-name", "test",
-                     "--node-name", "owner0", NULL};
-    tc->owner_pid = spawn(oargv, log);
-    for (int i = 0; i < 6000; i++) {
-        int err;
-        fx_client *c = fx_connect(tc->socket, &err);
-        if (c) {
-            int r = fx_ping(c);
-            fx_close(c);
-            if (r == 0)
-                return 0;
-        }
-        int st;
-        if (waitpid(tc->owner_pid, &st, WNOHANG) == tc->owner_pid) {
-            tc->owner_pid = 0;
-            fprintf(stderr, "cluster: the owner exited during startup\n");
+    for (int i = 0; i < n_owners; i++)
+        if (spawn_owner(tc, i) < 0)
             goto fail;
-        }
-        sleep_ms(10);
-    }
-    fprintf(stderr, "cluster: the owner did not become ready\n");
+    if (wait_owners_ready(tc, 0, n_owners - 1) == 0)
+        return 0;
 fail:
     cluster_dump_logs(tc);
     cluster_stop(tc);
     return -1;
 }
 
-static int stop_one(pid_t pid, const char *name)
+int cluster_kill_owner(test_cluster *tc, int i)
 {
-    if (pid <= 0)
-        return 0;
-    kill(pid, SIGTERM);
+    if (i < 0 || i >= tc->n_owners || tc->owner_pids[i] <= 0) {
+        fprintf(stderr, "cluster: owner%d is not running\n", i);
+        return -1;
+    }
+    pid_t pid = tc->owner_pids[i];
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    set_owner_pid(tc, i, 0);
+    tc->owner_killed[i] = true;
+    return 0;
+}
+
+int cluster_restart_owner(test_cluster *tc, int i)
+{
+    if (i < 0 || i >= tc->n_owners) {
+        fprintf(stderr, "cluster: no owner%d (the cluster has %d)\n", i, tc->n_owners);
+        return -1;
+    }
+    if (tc->owner_pids[i] > 0 && cluster_kill_owner(tc, i) < 0)
+        return -1;
+    unlink(tc->sockets[i]); /* a ping must not reach the old file */
+    if (spawn_owner(tc, i) < 0 || wait_owners_ready(tc, i, i) < 0) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/owner%d.log", tc->dir, i);
+        tail_file(p);
+        return -1;
+    }
+    return 0;
+}
+
+/* Waits for a process sent SIGTERM; SIGKILL after 10 s. Returns 0 when it
+ * exited with status 0. */
+static int reap_one(pid_t pid, const char *name)
+{
     int st = 0;
     if (wait_exit(pid, 10000, &st) < 0) {
         fprintf(stderr, "cluster: %s did not stop on SIGTERM; killing\n", name);
@@ -179,9 +321,25 @@ static int stop_one(pid_t pid, const char *name)
 
 int cluster_stop(test_cluster *tc)
 {
-    int r = stop_one(tc->owner_pid, "fluxon-owner");
-    r |= stop_one(tc->master_pid, "fluxon-master");
-    tc->owner_pid = tc->master_pid = 0;
+    int r = 0;
+    int n = tc->n_owners > 0 ? tc->n_owners : 1;
+    tc->owner_pids[0] = tc->owner_pid; /* a test may only know owner_pid */
+    for (int i = 0; i < n; i++)
+        if (tc->owner_pids[i] > 0)
+            kill(tc->owner_pids[i], SIGTERM);
+    for (int i = 0; i < n; i++) {
+        if (tc->owner_pids[i] <= 0)
+            continue;
+        char name[32];
+        snprintf(name, sizeof name, "fluxon-owner %d", i);
+        r |= reap_one(tc->owner_pids[i], name);
+        set_owner_pid(tc, i, 0);
+    }
+    if (tc->master_pid > 0) {
+        kill(tc->master_pid, SIGTERM);
+        r |= reap_one(tc->master_pid, "fluxon-master");
+    }
+    tc->master_pid = 0;
     if (r)
         cluster_dump_logs(tc);
     if (tc->dir[0]) {

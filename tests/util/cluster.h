@@ -2,22 +2,34 @@
  * cluster.h - real fluxon-master + fluxon-owner processes for integration
  * tests and benchmarks, on a free port in a fresh temporary directory.
  *
- * The processes die with the test (PR_SET_PDEATHSIG) even if it crashes;
+ * A cluster is one master and 1..TEST_CLUSTER_MAX_OWNERS owners. Owner i gets
+ * its own YAML (DIR/owner<i>.yaml: node_name owner<i>, client socket
+ * DIR/owner<i>.sock, data plane on 127.0.0.1:0) and its log DIR/owner<i>.log.
+ * The processes die with the thread that started them (PR_SET_PDEATHSIG) even
+ * if the test crashes, so start and restart them from the main thread;
  * cluster_stop() terminates them, checks how they exited, and removes the
  * directory.
  */
 #ifndef FX_TESTS_CLUSTER_H
 #define FX_TESTS_CLUSTER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#define TEST_CLUSTER_MAX_OWNERS 8
+
 typedef struct test_cluster {
     char dir[256];
-    char socket[320];
+    char socket[320]; /* owner 0's client socket (= sockets[0]) */
     char master_addr[64];
     pid_t master_pid;
-    pid_t owner_pid;
+    pid_t owner_pid; /* owner 0 (= owner_pids[0]); 0 while it is killed */
+    int n_owners;
+    pid_t owner_pids[TEST_CLUSTER_MAX_OWNERS]; /* 0 while killed */
+    char sockets[TEST_CLUSTER_MAX_OWNERS][320];
+    bool owner_killed[TEST_CLUSTER_MAX_OWNERS]; /* by cluster_kill_owner() */
+    uint64_t memory_size; /* each owner's segment, for restarts */
 } test_cluster;
 
 /* Starts a master and one owner with a memory_size-byte segment. Returns 0, or
@@ -25,8 +37,26 @@ typedef struct test_cluster {
 int cluster_start(test_cluster *tc, uint64_t memory_size);
 /* The same with extra fluxon-master flags (NULL-terminated, may be NULL). */
 int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const *master_args);
-/* Stops both processes (SIGTERM, then SIGKILL after 10 s). Returns 0 when
- * both exited cleanly with status 0, else -1 (and prints their logs). */
+/* Starts a master (with master_args, NULL-terminated, may be NULL) and
+ * n_owners owners (1..TEST_CLUSTER_MAX_OWNERS) of memory_size bytes each, and
+ * returns once every owner answers a ping. Returns 0, or -1 after printing why
+ * (with the logs) to stderr, with nothing left running. */
+int cluster_start_n(test_cluster *tc, int n_owners, uint64_t memory_size,
+                    const char *const *master_args);
+/* Sends SIGKILL to owner i and reaps it; no clean exit is expected, and
+ * cluster_stop() does not count it as a failure. Returns 0, or -1 when i is
+ * out of range or the owner is not running. */
+int cluster_kill_owner(test_cluster *tc, int i);
+/* Starts owner i again (a new process on the same socket path, so a new
+ * incarnation for the master) and waits until it answers a ping. An owner
+ * still running is killed first. Returns 0, or -1 after printing why (with
+ * its log); the cluster stays up either way and cluster_stop() is still
+ * needed. */
+int cluster_restart_owner(test_cluster *tc, int i);
+/* Stops every owner, then the master (SIGTERM, then SIGKILL after 10 s).
+ * Returns 0 when each of them exited cleanly with status 0 (owners killed by
+ * cluster_kill_owner() and not restarted are not counted), else -1 (and
+ * prints their logs). */
 int cluster_stop(test_cluster *tc);
 /* Prints the tail of the processes' logs to stderr. */
 void cluster_dump_logs(const test_cluster *tc);

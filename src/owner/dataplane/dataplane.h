@@ -1,0 +1,123 @@
+/*
+ * dataplane.h - the owner-to-owner data plane: moves byte ranges between the
+ * segments of two owners over TCP (the C form of the spec's
+ * transfer_data_no_copy; DESIGN §4, §7, §9).
+ *
+ * Every owner runs one engine on its libuv loop. It listens for peers (the
+ * server side, dp_server.c) and opens connections to peers for the transfers
+ * the owner asks for (the client side, dp_client.c). A pull asks the peer for
+ * chunks of its segment (READ) and receives them straight into our target
+ * range; a push sends chunks of our segment (WRITE) straight into the peer's.
+ * No byte is copied in user space: payload goes from the segment to the
+ * socket and from the socket to the segment (wire format in dp_frame.h).
+ *
+ * Trust: a peer's connection starts with a HELLO carrying its node id, its
+ * incarnation (tomb_tag) and the cluster's data token from the master. The
+ * server answers nothing else until the HELLO passed: the token must match
+ * ours and the member check must say the node is a live member. Every READ
+ * and WRITE range is checked against our segment before a byte moves. A
+ * refused or malformed request is logged (WARN, naming the peer) and ends
+ * that connection; other peers are served on.
+ *
+ * Transfers are split into DP_CHUNK chunks with up to DP_MAX_INFLIGHT in
+ * flight; each runs on one of at most DP_CONNS_PER_PEER connections to its
+ * peer (reused across transfers). Sockets use TCP_NODELAY, reno congestion
+ * control and DP_SOCK_BUF buffers (DESIGN §9: bbr caps loopback near 1.5 GB/s).
+ *
+ * Threading: everything, including every callback, runs on the loop thread
+ * the engine was created on. No locks. The process must ignore SIGPIPE (the
+ * daemons do): libuv writes with write(2), and a peer may vanish mid-write.
+ *
+ * Lifetime: dp_engine_close() fails every pending transfer (callbacks run
+ * inside it), closes every connection and the listener; the loop must then
+ * run so libuv can finish closing those handles. dp_engine_free() releases the
+ * engine: at once when every handle has closed, else from the last close
+ * callback (so the loop must run once more to release the memory).
+ */
+#ifndef FX_OWNER_DATAPLANE_DATAPLANE_H
+#define FX_OWNER_DATAPLANE_DATAPLANE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#define DP_CHUNK (1u << 20)      /* bytes per READ/WRITE request */
+#define DP_MAX_INFLIGHT 8        /* requests in flight per transfer */
+#define DP_CONNS_PER_PEER 2      /* connections kept to one peer */
+#define DP_SOCK_BUF (4 << 20)    /* SO_SNDBUF / SO_RCVBUF asked for */
+#define DP_LINGER_MS 5000        /* how long a refused peer may take to hang up */
+
+typedef struct dp_engine dp_engine;
+
+/* Called for every inbound hello that carried the right token: true when
+ * node_id with incarnation tomb_tag is a live registered member. */
+typedef bool (*dp_member_check_fn)(void *ud, uint32_t node_id, uint64_t tomb_tag);
+/* A transfer's result: status 0 or an FX_E* code; detail ("" on success) says
+ * what failed and names the peer. detail is valid during the call only. */
+typedef void (*dp_done_fn)(int status, const char *detail, void *ud);
+
+typedef struct dp_stats {
+    uint64_t conns_accepted;    /* inbound connections */
+    uint64_t conns_opened;      /* outbound connections started */
+    uint64_t refused;           /* inbound hellos and requests refused */
+    uint64_t bytes_served;      /* payload sent for READs + received by WRITEs */
+    uint64_t transfers_ok, transfers_failed;
+} dp_stats;
+
+/* Listens on "host:port" (IPv4; port 0 = ephemeral) for peers; [seg_base,
+ * +seg_size) is this owner's segment, which must outlive the engine. Returns
+ * the engine (the caller frees it with dp_engine_close() + dp_engine_free()),
+ * or NULL with a negative errno in *err (-EINVAL for a malformed address, or
+ * the bind/listen error, e.g. UV_EADDRINUSE). After a failure the handles it
+ * opened still close, and their memory goes, on the next run of the loop. */
+dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
+                         const char *listen_addr, int *err);
+/* The bound TCP port, or -1. */
+int dp_engine_port(const dp_engine *e);
+
+/* Our identity for outbound hellos and the token inbound peers must present
+ * (given by the master at Register; the token is copied). Until it is set,
+ * every inbound hello is refused and dp_transfer() fails. Changing an
+ * identity already set (re-registration) closes every connection, inbound
+ * and outbound, and fails every pending transfer with FX_ESTALE (their
+ * callbacks run inside this call). Returns 0, or FX_EINVAL when the token is
+ * longer than DP_TOKEN_MAX (the identity is then unset). */
+int dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag,
+                           const uint8_t *token, size_t token_len);
+/* Without a member check, a hello with the right token is enough. */
+void dp_engine_set_member_check(dp_engine *e, dp_member_check_fn fn, void *ud);
+
+/* Starts a transfer with peer_node, whose data plane listens on peer_addr
+ * ("host:port").
+ *   peer_is_source (pull): peer's [src_offset, +len) -> our [target_offset, +len)
+ *   !peer_is_source (push): our [src_offset, +len) -> peer's [target_offset, +len)
+ * Our range is checked against our segment here, the peer's by the peer.
+ * Returns 0 and later calls cb exactly once on the loop thread, never from
+ * inside dp_transfer(): with 0 when every byte arrived (len 0 completes with 0
+ * on the next loop iteration), FX_ETIMEDOUT after timeout_ms (0: no timeout;
+ * the connection is closed, it is mid-stream), FX_ECONN when the connection
+ * fails or the engine closes, FX_ESTALE when the peer refused our hello (bad
+ * token, not a live member), FX_EINVAL when it refused the range, FX_EPROTO
+ * on a malformed reply. Transfers sharing a connection that had to close fail
+ * with FX_ECONN. On failure the target range may hold part of the bytes.
+ * Returns without calling cb: FX_EINVAL (bad address, our range outside the
+ * segment, no cb), FX_ESTALE (no identity yet), FX_ECONN (engine closing),
+ * FX_ENOMEM. */
+int dp_transfer(dp_engine *e, uint32_t peer_node, const char *peer_addr, bool peer_is_source,
+                uint64_t src_offset, uint64_t target_offset, uint64_t len, uint32_t timeout_ms,
+                dp_done_fn cb, void *ud);
+
+/* Counters since the engine started. */
+void dp_engine_stats(const dp_engine *e, dp_stats *out);
+
+/* Fails every pending transfer with FX_ECONN (callbacks run inside this
+ * call), closes every connection and the listener. Idempotent. Later
+ * dp_transfer() calls fail with FX_ECONN. */
+void dp_engine_close(dp_engine *e);
+/* Releases the engine (NULL is a no-op; closes it first if needed). The
+ * memory goes when libuv has run the last close callback, so run the loop
+ * after this if dp_engine_close() was not followed by a loop run already. */
+void dp_engine_free(dp_engine *e);
+
+#endif

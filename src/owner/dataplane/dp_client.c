@@ -1,0 +1,701 @@
+/*
+ * dp_client.c - the outbound side of the data plane: transfers, the peers
+ * they go to, and the connections kept to each peer.
+ *
+ * A transfer is queued by dp_transfer() and started from the engine timer on
+ * the next loop iteration (so no callback ever runs inside dp_transfer()). It
+ * then runs on one connection to its peer: the least busy of at most
+ * DP_CONNS_PER_PEER, a new one while fewer are open and all are busy. It is
+ * cut into DP_CHUNK requests, up to DP_MAX_INFLIGHT in flight, each with a
+ * preallocated slot (write request and header) inside the transfer.
+ *
+ * Zero copy: a WRITE goes out as one uv_write of two buffers, the slot's
+ * header and our segment range; a READ_DATA's payload is read straight into
+ * our target range, because the alloc callback hands out exactly the rest of
+ * the header while a header is expected and then a pointer into the target.
+ *
+ * The server answers in request order, so a connection keeps its requests in
+ * a FIFO and checks each reply (op, id, offset, length) against the head.
+ * Anything else is a protocol error. Whenever a connection can no longer be
+ * trusted to be in step (a timeout mid-stream, a refusal, a drop, a malformed
+ * reply) it is closed and every transfer on it fails; the one that caused it
+ * gets the specific status.
+ *
+ * Lifetime: a transfer's memory lives until its callback ran and libuv gave
+ * back every write request that points into it (closing a connection cancels
+ * them before its close callback).
+ */
+#include "owner/dataplane/dp_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/hashtable.h"
+#include "common/log.h"
+#include "fluxon/fluxon.h"
+
+#define DP_ADDR_MAX 64
+#define DP_DETAIL_LEN 512
+
+enum cstate { C_CONNECTING, C_HELLO, C_READY };
+enum crx { CRX_HDR, CRX_PAYLOAD, CRX_DETAIL };
+
+struct dp_cconn;
+
+/* One request of a transfer: in flight from issue until its reply arrived and
+ * libuv gave back its write request. */
+typedef struct dp_chunk {
+    uv_write_t req; /* first: the write callback casts back */
+    struct dp_xfer *x;
+    struct dp_chunk *fnext; /* the connection's FIFO of unanswered requests */
+    uint64_t id;
+    uint64_t off; /* within the transfer */
+    uint32_t len;
+    bool writing; /* libuv holds req */
+    bool waiting; /* no reply yet */
+    uint8_t hdr[DP_HDR_LEN];
+} dp_chunk;
+
+typedef struct dp_xfer {
+    dp_engine *e;
+    struct dp_cconn *c;           /* while started and not finished */
+    struct dp_xfer **list;        /* &e->queued or &e->xfers, NULL when finished */
+    struct dp_xfer *eprev, *enext;
+    struct dp_xfer *cprev, *cnext; /* c->xfers */
+    uint32_t peer_node;
+    char addr[DP_ADDR_MAX];
+    bool pull;
+    bool finished; /* the callback ran */
+    uint64_t src, tgt, len;
+    uint64_t issued, done; /* bytes asked for / answered */
+    uint64_t deadline;
+    uint32_t timeout_ms;
+    int writes; /* chunk write requests libuv still holds */
+    dp_done_fn cb;
+    void *ud;
+    dp_chunk chunks[DP_MAX_INFLIGHT];
+} dp_xfer;
+
+typedef struct dp_peer {
+    struct dp_peer *prev, *next; /* e->peers */
+    uint32_t node;
+    char addr[DP_ADDR_MAX];
+    struct dp_cconn *conns[DP_CONNS_PER_PEER]; /* open ones; closing ones are detached */
+} dp_peer;
+
+typedef struct dp_cconn {
+    uv_tcp_t tcp;
+    uv_connect_t connect;
+    uv_write_t hello_req;
+    dp_engine *e;
+    dp_peer *peer; /* NULL once closing */
+    char name[DP_ADDR_MAX + 32]; /* "peer 3 (127.0.0.1:5555)" */
+    enum cstate state;
+    bool closing;
+    dp_xfer *xfers; /* started on this connection, not finished */
+    int nxfers;
+    dp_chunk *fifo_head, *fifo_tail;
+    uint64_t hello_id;
+    enum crx rx;
+    uint32_t got; /* bytes of the current unit received */
+    uint8_t hbuf[DP_HDR_LEN];
+    dp_hdr cur; /* the reply being received */
+    uint8_t *dst;
+    char detail[DP_DETAIL_MAX + 1];
+    uint8_t hello_hdr[DP_HDR_LEN];
+    uint8_t hello_body[DP_HELLO_MAX_BODY];
+} dp_cconn;
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+/* ---- transfers ending ------------------------------------------------------------ */
+
+static void xfer_unlink(dp_xfer *x)
+{
+    if (x->list) {
+        DL_DELETE2(*x->list, x, eprev, enext);
+        x->list = NULL;
+    }
+    if (x->c) {
+        DL_DELETE2(x->c->xfers, x, cprev, cnext);
+        x->c->nxfers--;
+        x->c = NULL;
+    }
+}
+
+/* Runs the callback once; the memory goes when libuv holds no write of it. */
+static void xfer_finish(dp_xfer *x, int status, const char *detail)
+{
+    if (x->finished)
+        return;
+    x->finished = true;
+    xfer_unlink(x);
+    if (status == 0)
+        x->e->stats.transfers_ok++;
+    else
+        x->e->stats.transfers_failed++;
+    x->cb(status, detail ? detail : "", x->ud);
+    if (x->writes == 0)
+        free(x);
+}
+
+/* ---- peers and connections ------------------------------------------------------- */
+
+static void peer_drop_if_empty(dp_engine *e, dp_peer *p)
+{
+    for (int i = 0; i < DP_CONNS_PER_PEER; i++)
+        if (p->conns[i])
+            return;
+    DL_DELETE(e->peers, p);
+    free(p);
+}
+
+static void peer_detach(dp_cconn *c)
+{
+    dp_peer *p = c->peer;
+    if (!p)
+        return;
+    for (int i = 0; i < DP_CONNS_PER_PEER; i++)
+        if (p->conns[i] == c)
+            p->conns[i] = NULL;
+    c->peer = NULL;
+    peer_drop_if_empty(c->e, p);
+}
+
+static void on_cconn_closed(uv_handle_t *h)
+{
+    dp_cconn *c = h->data;
+    dp_engine *e = c->e;
+    free(c);
+    dp_engine_handle_closed(e);
+}
+
+/* Closes c: culprit (may be NULL) fails with (cstatus, cdetail), every other
+ * transfer on c with (status, detail). Reads stop at once, so no byte lands
+ * in a target range after its transfer failed. */
+static void cconn_close(dp_cconn *c, dp_xfer *culprit, int cstatus, const char *cdetail,
+                        int status, const char *detail)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    peer_detach(c);
+    uv_close((uv_handle_t *)&c->tcp, on_cconn_closed);
+    if (culprit)
+        xfer_finish(culprit, cstatus, cdetail);
+    while (c->xfers)
+        xfer_finish(c->xfers, status, detail);
+}
+
+static void cconn_fail(dp_cconn *c, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void cconn_fail(dp_cconn *c, int status, const char *fmt, ...)
+{
+    char detail[DP_DETAIL_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    if (status == FX_EPROTO)
+        FX_LOG(WARN, "data plane: %s", detail);
+    else
+        FX_LOG(INFO, "data plane: %s", detail);
+    cconn_close(c, NULL, 0, NULL, status, detail);
+}
+
+static void on_hello_written(uv_write_t *req, int status)
+{
+    dp_cconn *c = req->data;
+    if (status < 0 && status != UV_ECANCELED)
+        cconn_fail(c, FX_ECONN, "cannot send the hello to %s: %s", c->name, uv_strerror(status));
+}
+
+static void send_hello(dp_cconn *c)
+{
+    dp_engine *e = c->e;
+    dp_hello h = {.tomb_tag = e->tomb_tag, .node_id = e->node_id, .token = e->token,
+                  .token_len = e->token_len};
+    size_t n = dp_hello_encode(&h, c->hello_body, sizeof c->hello_body);
+    c->hello_id = e->next_id++;
+    dp_hdr hh = {.op = DP_HELLO, .id = c->hello_id, .len = (uint32_t)n};
+    dp_hdr_encode(&hh, c->hello_hdr);
+    uv_buf_t bufs[2] = {uv_buf_init((char *)c->hello_hdr, DP_HDR_LEN),
+                        uv_buf_init((char *)c->hello_body, (unsigned)n)};
+    c->hello_req.data = c;
+    c->state = C_HELLO;
+    int r = uv_write(&c->hello_req, (uv_stream_t *)&c->tcp, bufs, 2, on_hello_written);
+    if (r < 0)
+        cconn_fail(c, FX_ECONN, "cannot send the hello to %s: %s", c->name, uv_strerror(r));
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    dp_cconn *c = req->data;
+    if (c->closing)
+        return;
+    if (status < 0) {
+        cconn_fail(c, FX_ECONN, "cannot connect to %s: %s", c->name, uv_strerror(status));
+        return;
+    }
+    int r = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    if (r < 0) {
+        cconn_fail(c, FX_ECONN, "cannot read from %s: %s", c->name, uv_strerror(r));
+        return;
+    }
+    send_hello(c);
+}
+
+/* Opens a connection to p into slot. Returns NULL with the reason in err;
+ * p is then freed if it has no other connection. */
+static dp_cconn *cconn_open(dp_engine *e, dp_peer *p, int slot, char *err, size_t errlen)
+{
+    struct sockaddr_in sa;
+    dp_parse_addr(p->addr, &sa); /* checked by dp_transfer() */
+    dp_cconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory connecting to peer %u", p->node);
+        peer_drop_if_empty(e, p);
+        return NULL;
+    }
+    c->e = e;
+    snprintf(c->name, sizeof c->name, "peer %u (%s)", p->node, p->addr);
+    int r = uv_tcp_init_ex(e->loop, &c->tcp, AF_INET);
+    if (r < 0) {
+        snprintf(err, errlen, "cannot connect to %s: %s", c->name, uv_strerror(r));
+        free(c);
+        peer_drop_if_empty(e, p);
+        return NULL;
+    }
+    c->tcp.data = c;
+    e->handles++;
+    e->stats.conns_opened++;
+    c->peer = p;
+    p->conns[slot] = c;
+    dp_tune_socket(&c->tcp);
+    c->connect.data = c;
+    r = uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)&sa, on_connected);
+    if (r < 0) {
+        snprintf(err, errlen, "cannot connect to %s: %s", c->name, uv_strerror(r));
+        cconn_close(c, NULL, 0, NULL, FX_ECONN, err);
+        return NULL;
+    }
+    return c;
+}
+
+static dp_peer *peer_get(dp_engine *e, uint32_t node, const char *addr)
+{
+    dp_peer *p;
+    DL_FOREACH(e->peers, p)
+        if (p->node == node && strcmp(p->addr, addr) == 0)
+            return p;
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->node = node;
+    snprintf(p->addr, sizeof p->addr, "%s", addr);
+    DL_APPEND(e->peers, p);
+    return p;
+}
+
+/* An idle connection if there is one, else a new one while fewer than
+ * DP_CONNS_PER_PEER are open, else the least busy. NULL with err on failure. */
+static dp_cconn *pick_conn(dp_engine *e, const dp_xfer *x, char *err, size_t errlen)
+{
+    dp_peer *p = peer_get(e, x->peer_node, x->addr);
+    if (!p) {
+        snprintf(err, errlen, "out of memory connecting to peer %u", x->peer_node);
+        return NULL;
+    }
+    dp_cconn *best = NULL;
+    int slot = -1;
+    for (int i = 0; i < DP_CONNS_PER_PEER; i++) {
+        dp_cconn *c = p->conns[i];
+        if (!c) {
+            if (slot < 0)
+                slot = i;
+        } else if (!best || c->nxfers < best->nxfers) {
+            best = c;
+        }
+    }
+    if ((best && best->nxfers == 0) || slot < 0)
+        return best;
+    return cconn_open(e, p, slot, err, errlen);
+}
+
+/* ---- requests going out -------------------------------------------------------------- */
+
+static void xfer_pump(dp_xfer *x);
+
+static void on_chunk_written(uv_write_t *req, int status)
+{
+    dp_chunk *k = (dp_chunk *)req;
+    dp_xfer *x = k->x;
+    k->writing = false;
+    x->writes--;
+    if (x->finished) {
+        if (x->writes == 0)
+            free(x);
+        return;
+    }
+    if (status < 0) {
+        if (status != UV_ECANCELED && x->c)
+            cconn_fail(x->c, FX_ECONN, "write to %s failed: %s", x->c->name, uv_strerror(status));
+        return;
+    }
+    xfer_pump(x);
+}
+
+static dp_chunk *free_chunk(dp_xfer *x)
+{
+    for (int i = 0; i < DP_MAX_INFLIGHT; i++)
+        if (!x->chunks[i].writing && !x->chunks[i].waiting)
+            return &x->chunks[i];
+    return NULL;
+}
+
+/* Sends the next request of x in slot k. Returns 0, or a libuv error after
+ * which the connection is closed and x finished (maybe freed). */
+static int chunk_issue(dp_xfer *x, dp_cconn *c, dp_chunk *k)
+{
+    uint64_t left = x->len - x->issued;
+    k->x = x;
+    k->id = x->e->next_id++;
+    k->off = x->issued;
+    k->len = (uint32_t)(left < DP_CHUNK ? left : DP_CHUNK);
+    dp_hdr h = {.op = x->pull ? DP_READ : DP_WRITE, .id = k->id,
+                .offset = (x->pull ? x->src : x->tgt) + k->off, .len = k->len};
+    dp_hdr_encode(&h, k->hdr);
+    uv_buf_t bufs[2] = {uv_buf_init((char *)k->hdr, DP_HDR_LEN), uv_buf_init(NULL, 0)};
+    if (!x->pull) /* the payload goes from our segment straight to the socket */
+        bufs[1] = uv_buf_init((char *)x->e->seg_base + x->src + k->off, k->len);
+    int r = uv_write(&k->req, (uv_stream_t *)&c->tcp, bufs, x->pull ? 1 : 2, on_chunk_written);
+    if (r < 0) {
+        cconn_fail(c, FX_ECONN, "cannot write to %s: %s", c->name, uv_strerror(r));
+        return r;
+    }
+    x->issued += k->len;
+    x->writes++;
+    k->writing = true;
+    k->waiting = true;
+    k->fnext = NULL;
+    if (c->fifo_tail)
+        c->fifo_tail->fnext = k;
+    else
+        c->fifo_head = k;
+    c->fifo_tail = k;
+    return 0;
+}
+
+/* Issues requests while x has bytes left and a free slot. */
+static void xfer_pump(dp_xfer *x)
+{
+    dp_cconn *c = x->c;
+    if (x->finished || !c || c->closing || c->state != C_READY)
+        return;
+    while (x->issued < x->len) {
+        dp_chunk *k = free_chunk(x);
+        if (!k || chunk_issue(x, c, k) < 0)
+            return;
+    }
+}
+
+/* ---- replies coming in ---------------------------------------------------------------- */
+
+static void on_ready(dp_cconn *c)
+{
+    c->state = C_READY;
+    dp_xfer *x, *tmp;
+    DL_FOREACH_SAFE2(c->xfers, x, tmp, cnext) {
+        xfer_pump(x);
+        if (c->closing)
+            return;
+    }
+}
+
+static void chunk_done(dp_cconn *c)
+{
+    dp_chunk *k = c->fifo_head;
+    c->fifo_head = k->fnext;
+    if (!c->fifo_head)
+        c->fifo_tail = NULL;
+    k->waiting = false;
+    dp_xfer *x = k->x;
+    x->done += k->len;
+    if (x->done == x->len)
+        xfer_finish(x, 0, "");
+    else
+        xfer_pump(x);
+}
+
+/* The detail text is the peer's: keep it printable for logs. */
+static const char *clean_detail(dp_cconn *c)
+{
+    c->detail[c->cur.len] = 0;
+    for (uint32_t i = 0; i < c->cur.len; i++)
+        if (c->detail[i] < 0x20 || c->detail[i] > 0x7e)
+            c->detail[i] = '?';
+    return c->detail;
+}
+
+static void on_refusal(dp_cconn *c)
+{
+    const char *why = clean_detail(c);
+    char detail[DP_DETAIL_LEN];
+    if (c->cur.op == DP_HELLO_REFUSED) {
+        snprintf(detail, sizeof detail, "%s refused our hello: %s", c->name, why);
+        FX_LOG(WARN, "data plane: %s", detail);
+        cconn_close(c, NULL, 0, NULL, c->cur.status, detail);
+        return;
+    }
+    dp_chunk *k = c->fifo_head;
+    snprintf(detail, sizeof detail, "%s refused %s of [%llu, +%u): %s", c->name,
+             k->x->pull ? "a read" : "a write", (unsigned long long)c->cur.offset, k->len, why);
+    FX_LOG(WARN, "data plane: %s", detail);
+    char others[DP_DETAIL_LEN];
+    snprintf(others, sizeof others, "connection to %s closed: it refused another transfer",
+             c->name);
+    cconn_close(c, k->x, c->cur.status, detail, FX_ECONN, others);
+}
+
+static void on_hello_reply(dp_cconn *c)
+{
+    const dp_hdr *h = &c->cur;
+    if (h->id != c->hello_id || (h->op != DP_HELLO_OK && h->op != DP_HELLO_REFUSED)) {
+        cconn_fail(c, FX_EPROTO, "%s answered our hello with %s (id %llu)", c->name,
+                   dp_op_name(h->op), (unsigned long long)h->id);
+    } else if (h->op == DP_HELLO_OK) {
+        on_ready(c);
+    } else if (h->len) {
+        c->rx = CRX_DETAIL;
+    } else {
+        on_refusal(c);
+    }
+}
+
+static void on_chunk_reply(dp_cconn *c)
+{
+    const dp_hdr *h = &c->cur;
+    dp_chunk *k = c->fifo_head;
+    if (!k) {
+        cconn_fail(c, FX_EPROTO, "%s sent %s with no request outstanding", c->name,
+                   dp_op_name(h->op));
+        return;
+    }
+    dp_xfer *x = k->x;
+    uint8_t want = x->pull ? DP_READ_DATA : DP_WRITE_ACK;
+    uint64_t off = (x->pull ? x->src : x->tgt) + k->off;
+    if (h->op != want || h->id != k->id || h->offset != off ||
+        (h->status == 0 && h->op == DP_READ_DATA && h->len != k->len)) {
+        cconn_fail(c, FX_EPROTO, "%s sent %s (id %llu, offset %llu, len %u) out of step", c->name,
+                   dp_op_name(h->op), (unsigned long long)h->id, (unsigned long long)h->offset,
+                   h->len);
+    } else if (h->status < 0) {
+        if (h->len)
+            c->rx = CRX_DETAIL;
+        else
+            on_refusal(c);
+    } else if (h->op == DP_READ_DATA) {
+        c->rx = CRX_PAYLOAD;
+        c->dst = x->e->seg_base + x->tgt + k->off;
+    } else {
+        chunk_done(c);
+    }
+}
+
+static void on_header(dp_cconn *c)
+{
+    dp_hdr_decode(c->hbuf, &c->cur);
+    int r = dp_hdr_check(&c->cur, DP_DIR_REPLY);
+    if (r < 0) {
+        cconn_fail(c, FX_EPROTO, "%s sent a malformed header (op %u, len %u, status %d)", c->name,
+                   c->cur.op, c->cur.len, c->cur.status);
+        return;
+    }
+    if (c->state == C_HELLO)
+        on_hello_reply(c);
+    else
+        on_chunk_reply(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    dp_cconn *c = h->data;
+    switch (c->rx) {
+    case CRX_HDR:
+        *buf = uv_buf_init((char *)c->hbuf + c->got, DP_HDR_LEN - c->got);
+        break;
+    case CRX_PAYLOAD:
+        *buf = uv_buf_init((char *)c->dst + c->got, c->cur.len - c->got);
+        break;
+    case CRX_DETAIL:
+        *buf = uv_buf_init(c->detail + c->got, c->cur.len - c->got);
+        break;
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    (void)buf;
+    dp_cconn *c = s->data;
+    if (n < 0) {
+        cconn_fail(c, FX_ECONN, "connection to %s lost: %s", c->name,
+                   n == UV_EOF ? "the peer hung up" : uv_strerror((int)n));
+        return;
+    }
+    if (n == 0)
+        return;
+    c->got += (uint32_t)n;
+    uint32_t want = c->rx == CRX_HDR ? DP_HDR_LEN : c->cur.len;
+    if (c->got < want)
+        return;
+    enum crx rx = c->rx;
+    c->got = 0;
+    c->rx = CRX_HDR;
+    if (rx == CRX_HDR)
+        on_header(c);
+    else if (rx == CRX_DETAIL)
+        on_refusal(c);
+    else
+        chunk_done(c);
+}
+
+/* ---- starting, timing out, closing --------------------------------------------------- */
+
+int dp_transfer(dp_engine *e, uint32_t peer_node, const char *peer_addr, bool peer_is_source,
+                uint64_t src_offset, uint64_t target_offset, uint64_t len, uint32_t timeout_ms,
+                dp_done_fn cb, void *ud)
+{
+    struct sockaddr_in sa;
+    if (!e || !cb || !peer_addr || strlen(peer_addr) >= DP_ADDR_MAX ||
+        dp_parse_addr(peer_addr, &sa) < 0)
+        return FX_EINVAL;
+    if (e->closing)
+        return FX_ECONN;
+    if (!e->have_identity)
+        return FX_ESTALE;
+    uint64_t local = peer_is_source ? target_offset : src_offset;
+    if (!dp_range_ok(e->seg_size, local, len)) {
+        FX_LOG(WARN, "data plane: transfer with peer %u: our range [%llu, +%llu) is outside "
+                     "the segment (%llu bytes)", peer_node, (unsigned long long)local,
+               (unsigned long long)len, (unsigned long long)e->seg_size);
+        return FX_EINVAL;
+    }
+    dp_xfer *x = calloc(1, sizeof *x);
+    if (!x)
+        return FX_ENOMEM;
+    x->e = e;
+    x->peer_node = peer_node;
+    snprintf(x->addr, sizeof x->addr, "%s", peer_addr);
+    x->pull = peer_is_source;
+    x->src = src_offset;
+    x->tgt = target_offset;
+    x->len = len;
+    x->timeout_ms = timeout_ms;
+    uint64_t now = uv_now(e->loop);
+    x->deadline = timeout_ms ? now + timeout_ms : DP_NO_DEADLINE;
+    x->cb = cb;
+    x->ud = ud;
+    x->list = &e->queued;
+    DL_APPEND2(e->queued, x, eprev, enext);
+    dp_engine_schedule(e, now);
+    return 0;
+}
+
+static void start_one(dp_engine *e, dp_xfer *x)
+{
+    DL_DELETE2(e->queued, x, eprev, enext);
+    x->list = &e->xfers;
+    DL_APPEND2(e->xfers, x, eprev, enext);
+    if (x->len == 0) {
+        xfer_finish(x, 0, "");
+        return;
+    }
+    char err[DP_DETAIL_LEN];
+    dp_cconn *c = pick_conn(e, x, err, sizeof err);
+    if (!c) {
+        FX_LOG(INFO, "data plane: %s", err);
+        xfer_finish(x, FX_ECONN, err);
+        return;
+    }
+    x->c = c;
+    DL_APPEND2(c->xfers, x, cprev, cnext);
+    c->nxfers++;
+    xfer_pump(x);
+}
+
+static void time_out(dp_xfer *x)
+{
+    char detail[DP_DETAIL_LEN], others[DP_DETAIL_LEN];
+    dp_cconn *c = x->c;
+    snprintf(detail, sizeof detail,
+             "%s of %llu bytes with peer %u (%s) timed out after %u ms (%llu bytes done)",
+             x->pull ? "pull" : "push", (unsigned long long)x->len, x->peer_node, x->addr,
+             x->timeout_ms, (unsigned long long)x->done);
+    FX_LOG(INFO, "data plane: %s", detail);
+    if (!c) {
+        xfer_finish(x, FX_ETIMEDOUT, detail);
+        return;
+    }
+    snprintf(others, sizeof others, "connection to %s closed: another transfer on it timed out",
+             c->name);
+    cconn_close(c, x, FX_ETIMEDOUT, detail, FX_ECONN, others);
+}
+
+/* Callbacks may change every list: after each step, look again from the start. */
+static uint64_t expire(dp_engine *e, uint64_t now)
+{
+    dp_xfer *x;
+again:
+    DL_FOREACH2(e->xfers, x, enext) {
+        if (x->deadline <= now) {
+            time_out(x);
+            if (e->closing)
+                return DP_NO_DEADLINE;
+            goto again;
+        }
+    }
+    uint64_t soonest = e->queued ? now : DP_NO_DEADLINE;
+    DL_FOREACH2(e->xfers, x, enext)
+        if (x->deadline < soonest)
+            soonest = x->deadline;
+    return soonest;
+}
+
+uint64_t dp_client_sweep(dp_engine *e, uint64_t now)
+{
+    /* Only those queued before the sweep: a callback that queues another
+     * transfer gets it started on the next round. */
+    size_t n = 0;
+    dp_xfer *x;
+    DL_COUNT2(e->queued, x, n, enext);
+    while (n-- && e->queued && !e->closing)
+        start_one(e, e->queued);
+    if (e->closing)
+        return DP_NO_DEADLINE;
+    return expire(e, now);
+}
+
+void dp_client_close_all(dp_engine *e, int status, const char *detail)
+{
+    size_t n = 0;
+    dp_xfer *x;
+    DL_COUNT2(e->queued, x, n, enext);
+    while (e->peers) {
+        dp_peer *p = e->peers;
+        dp_cconn *c = NULL;
+        for (int i = 0; i < DP_CONNS_PER_PEER && !c; i++)
+            c = p->conns[i];
+        if (c)
+            cconn_close(c, NULL, 0, NULL, status, detail); /* frees p with its last conn */
+        else
+            peer_drop_if_empty(e, p);
+    }
+    while (e->xfers)
+        xfer_finish(e->xfers, status, detail);
+    while (n-- && e->queued)
+        xfer_finish(e->queued, status, detail);
+}

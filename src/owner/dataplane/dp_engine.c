@@ -1,0 +1,226 @@
+/*
+ * dp_engine.c - the data-plane engine: its listener, identity, the one timer
+ * that drives queued starts, timeouts and lingers, socket tuning, and the
+ * close/free sequence (see dataplane.h). The inbound protocol lives in
+ * dp_server.c, the outbound one in dp_client.c.
+ */
+#include "owner/dataplane/dp_internal.h"
+
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "fluxon/fluxon.h"
+
+/* ---- helpers shared with the two sides --------------------------------------- */
+
+int dp_parse_addr(const char *addr, struct sockaddr_in *out)
+{
+    char host[64];
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host || !colon[1])
+        return -EINVAL;
+    long port = 0;
+    for (const char *p = colon + 1; *p; p++) {
+        if (*p < '0' || *p > '9' || port > 65535)
+            return -EINVAL;
+        port = port * 10 + (*p - '0');
+    }
+    if (port > 65535)
+        return -EINVAL;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = 0;
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof host, "127.0.0.1");
+    return uv_ip4_addr(host, (int)port, out) == 0 ? 0 : -EINVAL;
+}
+
+/* Setting SO_RCVBUF turns receive autotuning off, so the size must be large:
+ * DP_SOCK_BUF matches net.core.rmem_max on these machines (DESIGN §9). */
+void dp_tune_socket(uv_tcp_t *t)
+{
+    uv_os_fd_t fd;
+    uv_tcp_nodelay(t, 1);
+    if (uv_fileno((uv_handle_t *)t, &fd) != 0)
+        return;
+    static const char cc[] = "reno";
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, sizeof cc - 1) < 0)
+        FX_LOG(DEBUG, "data plane: TCP_CONGESTION reno refused: %s", strerror(errno));
+    int sz = DP_SOCK_BUF;
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz) < 0)
+        FX_LOG(DEBUG, "data plane: socket buffers of %d bytes refused: %s", sz, strerror(errno));
+}
+
+/* ---- the timer ------------------------------------------------------------- */
+
+static void on_timer(uv_timer_t *t)
+{
+    dp_engine *e = t->data;
+    e->timer_due = DP_NO_DEADLINE;
+    uint64_t now = uv_now(e->loop);
+    uint64_t next = dp_client_sweep(e, now);
+    if (e->closing)
+        return;
+    uint64_t s = dp_server_sweep(e, now);
+    dp_engine_schedule(e, s < next ? s : next);
+}
+
+void dp_engine_schedule(dp_engine *e, uint64_t due)
+{
+    if (e->closing || due >= e->timer_due)
+        return;
+    uint64_t now = uv_now(e->loop);
+    e->timer_due = due;
+    uv_timer_start(&e->timer, on_timer, due > now ? due - now : 0, 0);
+}
+
+/* ---- lifetime -------------------------------------------------------------- */
+
+void dp_engine_handle_closed(dp_engine *e)
+{
+    if (--e->handles == 0 && e->free_requested)
+        free(e);
+}
+
+static void on_own_handle_closed(uv_handle_t *h)
+{
+    dp_engine_handle_closed(h->data);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    dp_engine *e = server->data;
+    if (status < 0) {
+        FX_LOG(WARN, "data plane: accept failed: %s", uv_strerror(status));
+        return;
+    }
+    dp_server_accept(e);
+}
+
+static int engine_listen(dp_engine *e, const struct sockaddr_in *sa)
+{
+    int r = uv_tcp_init_ex(e->loop, &e->listener, AF_INET);
+    if (r < 0)
+        return r;
+    e->listener.data = e;
+    e->handles++;
+    /* Accepted sockets inherit the buffer sizes, which fixes the window
+     * scale during the handshake; dp_server_accept() tunes them again. */
+    dp_tune_socket(&e->listener);
+    r = uv_tcp_bind(&e->listener, (const struct sockaddr *)sa, 0);
+    if (r == 0)
+        r = uv_listen((uv_stream_t *)&e->listener, 128, on_connection);
+    return r;
+}
+
+dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
+                         const char *listen_addr, int *err)
+{
+    struct sockaddr_in sa;
+    int r = dp_parse_addr(listen_addr, &sa);
+    if (r < 0) {
+        *err = r;
+        return NULL;
+    }
+    dp_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    e->loop = loop;
+    e->seg_base = seg_base;
+    e->seg_size = seg_size;
+    e->timer_due = DP_NO_DEADLINE;
+    e->next_id = 1;
+    uv_timer_init(loop, &e->timer);
+    e->timer.data = e;
+    e->handles++;
+    r = engine_listen(e, &sa);
+    if (r < 0) {
+        *err = r;
+        dp_engine_free(e); /* released once the loop closed its handles */
+        return NULL;
+    }
+    return e;
+}
+
+int dp_engine_port(const dp_engine *e)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getsockname(&e->listener, (struct sockaddr *)&ss, &len) != 0 ||
+        ss.ss_family != AF_INET)
+        return -1;
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static bool same_identity(const dp_engine *e, uint32_t node_id, uint64_t tomb_tag,
+                          const uint8_t *token, size_t token_len)
+{
+    return e->node_id == node_id && e->tomb_tag == tomb_tag && e->token_len == token_len &&
+           (token_len == 0 || memcmp(e->token, token, token_len) == 0);
+}
+
+int dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag,
+                           const uint8_t *token, size_t token_len)
+{
+    bool valid = token_len <= DP_TOKEN_MAX;
+    bool changed = e->have_identity &&
+                   (!valid || !same_identity(e, node_id, tomb_tag, token, token_len));
+    e->have_identity = valid;
+    if (valid) {
+        e->node_id = node_id;
+        e->tomb_tag = tomb_tag;
+        e->token_len = token_len;
+        if (token_len)
+            memcpy(e->token, token, token_len);
+    } else {
+        FX_LOG(ERROR, "data plane: a token of %zu bytes is longer than %u; refusing every peer",
+               token_len, DP_TOKEN_MAX);
+    }
+    if (changed && !e->closing) {
+        FX_LOG(INFO, "data plane: identity changed (node %u, tomb %llu); reconnecting peers",
+               node_id, (unsigned long long)tomb_tag);
+        dp_server_close_all(e);
+        dp_client_close_all(e, FX_ESTALE, "the data-plane identity changed (re-registered)");
+    }
+    return valid ? 0 : FX_EINVAL;
+}
+
+void dp_engine_set_member_check(dp_engine *e, dp_member_check_fn fn, void *ud)
+{
+    e->member_check = fn;
+    e->member_ud = ud;
+}
+
+void dp_engine_stats(const dp_engine *e, dp_stats *out)
+{
+    *out = e->stats;
+}
+
+void dp_engine_close(dp_engine *e)
+{
+    if (!e || e->closing)
+        return;
+    /* Closing first: callbacks that run below cannot start new transfers. */
+    e->closing = true;
+    dp_client_close_all(e, FX_ECONN, "the data plane is shutting down");
+    dp_server_close_all(e);
+    uv_close((uv_handle_t *)&e->timer, on_own_handle_closed);
+    if (e->listener.data)
+        uv_close((uv_handle_t *)&e->listener, on_own_handle_closed);
+}
+
+void dp_engine_free(dp_engine *e)
+{
+    if (!e)
+        return;
+    dp_engine_close(e);
+    e->free_requested = true;
+    if (e->handles == 0)
+        free(e);
+}

@@ -1,0 +1,256 @@
+/*
+ * ext_get.c - ExternalGet: the owner's side of a get (spec 003 get sequence,
+ * 000 §4-5).
+ *
+ * A hit in the owner-local get cache (a replica of the current version held
+ * here) answers at once without the master. Otherwise one request per key goes
+ * to the master (later gets of the same key wait on it): GetStart returns a
+ * plan; ReuseReplica needs no copy; DurableReplica and Temporary targets are
+ * filled by pulling the source replica's bytes from its owner over the data
+ * plane. GetDone then turns the target into a holder (and, for a durable get,
+ * a replica of the route). A failed pull sends GetRevoke and runs GetStart
+ * again, at most GET_ATTEMPTS times in all; a half-written target is never
+ * handed to an external. Every range of a plan is checked against this
+ * segment first.
+ */
+#include "owner/extcall.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/memdup.h"
+#include "fluxon/fluxon.h"
+#include "owner/dataplane/dataplane.h"
+
+#define GET_ATTEMPTS 3
+#define PULL_TIMEOUT_MS 30000u
+
+static owner *the_owner;
+
+/* Answers one external get with a new holding of mi. */
+static void reply_holder(owner *o, net_conn *c, const frame_hdr *h, memory_info *mi, bool cacheable)
+{
+    ext_conn *ec = net_conn_data(c);
+    if (!ec || !ec->s || ec->s->dead) {
+        net_reply_error(c, h, FX_ECONN, "the external's session is gone");
+        return;
+    }
+    uint64_t id = holders_session_add(o, ec->s, mi);
+    if (!id) {
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    if (mi->source == FX_SRC_SSD)
+        o->hits_ssd++;
+    else
+        o->hits_memory++;
+    Fx__ExternalGetResp resp = FX__EXTERNAL_GET_RESP__INIT;
+    resp.offset = mi->offset;
+    resp.len = mi->len;
+    resp.holder_id = id;
+    resp.source = (uint32_t)mi->source;
+    resp.cacheable = cacheable;
+    net_reply(c, h, &resp.base);
+}
+
+static void pending_get_free(owner *o, pending_get *pg)
+{
+    if (pg->in_table)
+        HASH_DEL(o->pending_gets, pg);
+    get_waiter *w = pg->waiters;
+    while (w) {
+        get_waiter *next = w->next;
+        net_conn_unref(w->conn);
+        free(w);
+        w = next;
+    }
+    free(pg->key);
+    free(pg);
+}
+
+static void fail_waiters(owner *o, pending_get *pg, int status, const char *detail)
+{
+    for (get_waiter *w = pg->waiters; w; w = w->next)
+        if (net_conn_is_open(w->conn))
+            net_reply_error(w->conn, &w->hdr, status, "%s", detail);
+    if (status == FX_ENOTFOUND)
+        o->misses++;
+    pending_get_free(o, pg);
+}
+
+static void send_get_revoke(owner *o, uint64_t get_id)
+{
+    Fx__GetRevokeReq rv = FX__GET_REVOKE_REQ__INIT;
+    rv.get_id = get_id;
+    if (o->mrpc)
+        rpc_notify(o->mrpc, MSG_GET_REVOKE, &rv.base);
+}
+
+static void start_get(owner *o, pending_get *pg);
+
+static void on_get_done_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    pending_get *pg = ud;
+    owner *o = the_owner;
+    if (status || msg_status(msg)) {
+        fail_waiters(o, pg, status ? status : msg_status(msg),
+                     status ? "GetDone: master unreachable" : msg_detail(msg));
+        return;
+    }
+    Fx__GetDoneResp *r = (Fx__GetDoneResp *)msg;
+    memory_info *mi = holders_mi_new(o, pg->key, pg->klen, r->holder_id, pg->offset, pg->len,
+                                     pg->source);
+    if (!mi) {
+        owner_ack_holder(o, r->holder_id);
+        fail_waiters(o, pg, FX_ENOMEM, "out of memory");
+        return;
+    }
+    if (r->cacheable)
+        holders_cache_insert(o, mi);
+    for (get_waiter *w = pg->waiters; w; w = w->next)
+        if (net_conn_is_open(w->conn))
+            reply_holder(o, w->conn, &w->hdr, mi, r->cacheable);
+    holders_mi_unref(o, mi);
+    pending_get_free(o, pg);
+}
+
+static void send_get_done(owner *o, pending_get *pg)
+{
+    Fx__GetDoneReq gd = FX__GET_DONE_REQ__INIT;
+    gd.get_id = pg->get_id;
+    if (!o->mrpc ||
+        rpc_call(o->mrpc, MSG_GET_DONE, &gd.base, OWNER_RPC_TIMEOUT_MS, on_get_done_resp, pg) < 0)
+        fail_waiters(o, pg, FX_ECONN, "master unreachable");
+}
+
+static void on_pull_done(int status, const char *detail, void *ud)
+{
+    pending_get *pg = ud;
+    owner *o = the_owner;
+    if (!status) {
+        send_get_done(o, pg);
+        return;
+    }
+    send_get_revoke(o, pg->get_id);
+    if (pg->attempts < GET_ATTEMPTS && o->mrpc) {
+        FX_LOG(INFO, "pull for get %llu failed (%s); asking the master again",
+               (unsigned long long)pg->get_id, detail);
+        start_get(o, pg);
+        return;
+    }
+    char msg[512];
+    snprintf(msg, sizeof msg, "get: pulling the value from its owner failed %d times; last: %s",
+             pg->attempts, detail);
+    fail_waiters(o, pg, status, msg);
+}
+
+/* Checks a GetStart plan against this segment and this owner. */
+static bool plan_ok(owner *o, const Fx__GetStartResp *r)
+{
+    if (!segment_contains(&o->seg, r->target_offset, r->len))
+        return false;
+    switch (r->mode) {
+    case FX__GET_MODE__REUSE_REPLICA:
+        return r->src_node_id == o->node_id;
+    case FX__GET_MODE__DURABLE_REPLICA:
+    case FX__GET_MODE__TEMPORARY:
+        return r->src_node_id != o->node_id && r->src_data_addr && *r->src_data_addr;
+    default:
+        return false;
+    }
+}
+
+static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    pending_get *pg = ud;
+    owner *o = the_owner;
+    if (status || msg_status(msg)) {
+        fail_waiters(o, pg, status ? status : msg_status(msg),
+                     status ? "GetStart: master unreachable" : msg_detail(msg));
+        return;
+    }
+    Fx__GetStartResp *r = (Fx__GetStartResp *)msg;
+    pg->get_id = r->get_id;
+    pg->offset = r->target_offset;
+    pg->len = r->len;
+    pg->source = r->source_kind == FX_SRC_SSD ? FX_SRC_SSD : FX_SRC_MEMORY;
+    if (!plan_ok(o, r)) {
+        send_get_revoke(o, r->get_id);
+        FX_LOG(ERROR, "master planned a get this owner cannot serve (mode %d, source node %u, "
+                      "target %llu+%llu)",
+               r->mode, r->src_node_id, (unsigned long long)pg->offset, (unsigned long long)pg->len);
+        fail_waiters(o, pg, FX_EPROTO, "invalid get plan from the master");
+        return;
+    }
+    if (r->mode == FX__GET_MODE__REUSE_REPLICA) {
+        send_get_done(o, pg); /* the bytes are already in this segment */
+        return;
+    }
+    if (dp_transfer(o->dp, r->src_node_id, r->src_data_addr, true, r->src_offset, r->target_offset,
+                    r->len, PULL_TIMEOUT_MS, on_pull_done, pg) < 0)
+        on_pull_done(FX_ECONN, "cannot start the data-plane transfer", pg);
+}
+
+static void start_get(owner *o, pending_get *pg)
+{
+    pg->attempts++;
+    Fx__GetStartReq gs = FX__GET_START_REQ__INIT;
+    gs.key = (ProtobufCBinaryData){.len = pg->klen, .data = (uint8_t *)pg->key};
+    if (!o->mrpc ||
+        rpc_call(o->mrpc, MSG_GET_START, &gs.base, OWNER_RPC_TIMEOUT_MS, on_get_start_resp, pg) < 0)
+        fail_waiters(o, pg, FX_ECONN, "master unreachable");
+}
+
+void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *req)
+{
+    the_owner = o;
+    if (!ext_valid_key(ec->conn, h, &req->key))
+        return;
+    memory_info *mi = holders_cache_find(o, req->key.data, req->key.len);
+    if (mi) {
+        reply_holder(o, ec->conn, h, mi, true);
+        return;
+    }
+    get_waiter *w = malloc(sizeof *w);
+    if (!w) {
+        net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    w->conn = ec->conn;
+    w->hdr = *h;
+    net_conn_ref(ec->conn);
+    pending_get *pg;
+    HASH_FIND(hh, o->pending_gets, req->key.data, req->key.len, pg);
+    if (pg) {
+        w->next = pg->waiters;
+        pg->waiters = w;
+        return;
+    }
+    pg = calloc(1, sizeof *pg);
+    if (pg)
+        pg->key = fx_memdup(req->key.data, req->key.len);
+    if (!pg || !pg->key) {
+        free(pg);
+        net_conn_unref(w->conn);
+        free(w);
+        net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    pg->klen = req->key.len;
+    w->next = NULL;
+    pg->waiters = w;
+    HASH_ADD_KEYPTR(hh, o->pending_gets, pg->key, pg->klen, pg);
+    pg->in_table = true;
+    start_get(o, pg);
+}
+
+void ext_get_forget_pending(owner *o, const void *key, size_t klen)
+{
+    pending_get *pg;
+    HASH_FIND(hh, o->pending_gets, key, klen, pg);
+    if (pg) {
+        HASH_DEL(o->pending_gets, pg);
+        pg->in_table = false;
+    }
+}

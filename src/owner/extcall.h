@@ -1,0 +1,47 @@
+/*
+ * extcall.h - what the owner's external-request handlers share (extapi.c,
+ * ext_put.c, ext_get.c): the context of a request that waits on the master or
+ * on a data-plane transfer, and the common checks and replies.
+ */
+#ifndef FX_OWNER_EXTCALL_H
+#define FX_OWNER_EXTCALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "owner/owner.h"
+
+#define MAX_KEY_LEN 4096u
+
+/* An external request waiting on the master or the data plane. */
+typedef struct ext_call {
+    owner *o;
+    net_conn *conn; /* referenced */
+    frame_hdr hdr;
+    char *key;
+    size_t klen;
+    uint64_t len;
+    ext_put *put; /* ExternalPutTransferEnd: the put being finished */
+} ext_call;
+
+ext_call *ext_call_new(owner *o, net_conn *c, const frame_hdr *h, const void *key, size_t klen);
+void ext_call_free(ext_call *x);
+/* Forwards a failed master call to the external: transport errors and the
+ * master's own status with its detail. Returns true when it replied. */
+bool ext_forward_failure(ext_call *x, int status, ProtobufCMessage *resp, const char *what);
+/* Replies FX_EINVAL and returns false unless the key length is 1..MAX_KEY_LEN. */
+bool ext_valid_key(net_conn *c, const frame_hdr *h, const ProtobufCBinaryData *key);
+
+/* ext_put.c */
+void ext_on_put_start(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPutStartReq *req);
+void ext_on_put_transfer_end(owner *o, ext_conn *ec, const frame_hdr *h,
+                             Fx__ExternalPutTransferEndReq *req);
+/* Revokes the puts a closed connection started and never ended. */
+void ext_revoke_started_puts(owner *o, ext_conn *ec);
+void ext_put_free(ext_put *p);
+
+/* ext_get.c */
+void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *req);
+
+#endif

@@ -1,0 +1,201 @@
+/*
+ * raw_member.c - a blocking test-side cluster member (see raw_member.h).
+ */
+#include "raw_member.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int tcp_connect(const char *addr)
+{
+    char host[128];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || (size_t)(colon - addr) >= sizeof host)
+        return -1;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = 0;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return -1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads exactly n bytes before deadline; 0 or -1. */
+static int read_exact(int fd, uint8_t *buf, size_t n, uint64_t deadline)
+{
+    size_t got = 0;
+    while (got < n) {
+        uint64_t now = now_ms();
+        if (now >= deadline)
+            return -1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, (int)(deadline - now));
+        if (r <= 0)
+            continue;
+        ssize_t k = recv(fd, buf + got, n - got, 0);
+        if (k <= 0) {
+            if (k < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+/* Reads one frame; *msg is the decoded body (NULL if it does not decode). */
+static int read_frame(int fd, frame_hdr *h, ProtobufCMessage **msg, uint64_t deadline)
+{
+    uint8_t hdr[FRAME_HDR_LEN];
+    if (read_exact(fd, hdr, sizeof hdr, deadline) < 0)
+        return -1;
+    frame_hdr_decode(hdr, h);
+    if (h->len > FRAME_MAX_BODY)
+        return -1;
+    uint8_t *body = malloc(h->len ? h->len : 1);
+    if (!body || (h->len && read_exact(fd, body, h->len, deadline) < 0)) {
+        free(body);
+        return -1;
+    }
+    *msg = msg_decode(h->type, h->flags & FRAME_RESPONSE, body, h->len);
+    free(body);
+    return 0;
+}
+
+static void take_push(raw_member *rm, const frame_hdr *h, ProtobufCMessage *m)
+{
+    if (h->type == MSG_MEMBER_TABLE && !(h->flags & FRAME_RESPONSE) && m) {
+        if (rm->members)
+            msg_free(&rm->members->base);
+        rm->members = (Fx__MemberTableReq *)m;
+        return;
+    }
+    msg_free(m);
+}
+
+ProtobufCMessage *raw_member_call(raw_member *rm, uint16_t type, const ProtobufCMessage *req,
+                                  int timeout_ms)
+{
+    uint64_t id = ++rm->next_req;
+    size_t len;
+    uint8_t *buf = msg_encode(type, 0, id, req, &len);
+    if (!buf || send(rm->fd, buf, len, MSG_NOSIGNAL) != (ssize_t)len) {
+        free(buf);
+        return NULL;
+    }
+    free(buf);
+    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    for (;;) {
+        frame_hdr h;
+        ProtobufCMessage *m = NULL;
+        if (read_frame(rm->fd, &h, &m, deadline) < 0)
+            return NULL;
+        if ((h.flags & FRAME_RESPONSE) && h.req_id == id)
+            return m;
+        take_push(rm, &h, m);
+    }
+}
+
+void raw_member_poll(raw_member *rm, int ms)
+{
+    uint64_t deadline = now_ms() + (uint64_t)ms;
+    for (;;) {
+        uint64_t now = now_ms();
+        if (now >= deadline)
+            return;
+        struct pollfd p = {.fd = rm->fd, .events = POLLIN};
+        if (poll(&p, 1, (int)(deadline - now)) <= 0)
+            continue;
+        frame_hdr h;
+        ProtobufCMessage *m = NULL;
+        if (read_frame(rm->fd, &h, &m, deadline) < 0)
+            return;
+        take_push(rm, &h, m);
+    }
+}
+
+int raw_member_register(raw_member *rm, const char *master_addr, const char *cluster_name,
+                        const char *name, uint64_t segment_size)
+{
+    memset(rm, 0, sizeof *rm);
+    rm->fd = tcp_connect(master_addr);
+    if (rm->fd < 0) {
+        fprintf(stderr, "raw_member: cannot connect to %s\n", master_addr);
+        return -1;
+    }
+    Fx__RegisterReq req = FX__REGISTER_REQ__INIT;
+    req.cluster_name = (char *)cluster_name;
+    req.node_name = (char *)name;
+    req.segment_size = segment_size;
+    req.data_addr = "127.0.0.1:1";
+    ProtobufCMessage *m = raw_member_call(rm, MSG_REGISTER, &req.base, 5000);
+    if (!m || msg_status(m)) {
+        fprintf(stderr, "raw_member: Register failed: %s\n", m ? msg_detail(m) : "no answer");
+        msg_free(m);
+        close(rm->fd);
+        rm->fd = -1;
+        return -1;
+    }
+    Fx__RegisterResp *r = (Fx__RegisterResp *)m;
+    rm->node_id = r->node_id;
+    rm->tomb_tag = r->tomb_tag;
+    rm->token_len = r->data_token.len < sizeof rm->token ? r->data_token.len : sizeof rm->token;
+    memcpy(rm->token, r->data_token.data, rm->token_len);
+    msg_free(m);
+    raw_member_poll(rm, 50);
+    return 0;
+}
+
+const char *raw_member_data_addr(raw_member *rm, uint32_t node_id)
+{
+    if (!rm->members)
+        return "";
+    for (size_t i = 0; i < rm->members->n_members; i++)
+        if (rm->members->members[i]->node_id == node_id)
+            return rm->members->members[i]->data_addr;
+    return "";
+}
+
+int raw_member_heartbeat(raw_member *rm)
+{
+    Fx__HeartbeatReq req = FX__HEARTBEAT_REQ__INIT;
+    ProtobufCMessage *m = raw_member_call(rm, MSG_HEARTBEAT, &req.base, 5000);
+    int r = m && msg_status(m) == 0 ? 0 : -1;
+    msg_free(m);
+    return r;
+}
+
+void raw_member_close(raw_member *rm)
+{
+    if (rm->fd >= 0)
+        close(rm->fd);
+    rm->fd = -1;
+    if (rm->members)
+        msg_free(&rm->members->base);
+    rm->members = NULL;
+}

@@ -1,0 +1,45 @@
+/*
+ * raw_member.h - a test-side member of a cluster that speaks the master
+ * protocol directly over a blocking TCP socket.
+ *
+ * Tests use it to ask the master what it knows (RouteInfo), to hold master
+ * state (a GetStart that never ends takes a durable slot), and to obtain a
+ * registered identity and the data-plane token for probing an owner's data
+ * plane. One-way pushes from the master (MemberTable, invalidations) are
+ * skipped while waiting for a response; the last MemberTable is kept.
+ */
+#ifndef FX_TESTS_RAW_MEMBER_H
+#define FX_TESTS_RAW_MEMBER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/msg.h"
+
+typedef struct raw_member {
+    int fd;
+    uint32_t node_id;
+    uint64_t tomb_tag;
+    uint8_t token[64];
+    size_t token_len;
+    uint64_t next_req;
+    Fx__MemberTableReq *members; /* the last table pushed, or NULL */
+} raw_member;
+
+/* Connects to master_addr ("host:port") and registers with a segment of
+ * segment_size bytes. Returns 0 or -1 (after printing why). */
+int raw_member_register(raw_member *rm, const char *master_addr, const char *cluster_name,
+                        const char *name, uint64_t segment_size);
+/* Sends a request and waits up to timeout_ms for its response; NULL on a
+ * transport failure. Free the result with msg_free. */
+ProtobufCMessage *raw_member_call(raw_member *rm, uint16_t type, const ProtobufCMessage *req,
+                                  int timeout_ms);
+/* The data-plane address of node_id from the last member table ("" if unknown). */
+const char *raw_member_data_addr(raw_member *rm, uint32_t node_id);
+/* Reads pushes for up to ms (to pick up a member table). */
+void raw_member_poll(raw_member *rm, int ms);
+/* Sends one heartbeat (the master drops members that stay silent). */
+int raw_member_heartbeat(raw_member *rm);
+void raw_member_close(raw_member *rm);
+
+#endif
