@@ -188,9 +188,18 @@ static void on_member_table(owner *o, Fx__MemberTableReq *req)
     for (size_t i = 0; i < req->n_members; i++)
         n[i] = (peer_member){.node_id = req->members[i]->node_id,
                              .tomb_tag = req->members[i]->tomb_tag};
-    free(o->members);
+    peer_member *old = o->members;
+    size_t n_old = o->n_members;
     o->members = n;
     o->n_members = req->n_members;
+    /* Transfers with a member that left fail now, not at their timeout (the
+     * peer may be frozen rather than gone). */
+    for (size_t i = 0; i < n_old; i++)
+        if (!owner_is_member(o, old[i].node_id, old[i].tomb_tag)) {
+            FX_LOG(INFO, "member %u left the cluster", old[i].node_id);
+            dp_engine_forget_peer(o->dp, old[i].node_id);
+        }
+    free(old);
 }
 
 bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag)

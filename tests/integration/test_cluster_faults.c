@@ -13,7 +13,11 @@
  *          used bytes are exactly what the routes' replicas hold;
  *        - owner0's own external gets a clear error, not a hang; owner0
  *          restarted is a new incarnation that serves none of the old keys.
- *   2. kill -9 of an external between ExternalPutStart and
+ *   2. A frozen owner (SIGSTOP: its connections stay open, it just stops
+ *      answering) misses its heartbeats and is tombed: its keys miss within
+ *      about 3 heartbeat intervals, and a get that was pulling from it fails
+ *      over instead of waiting for the transfer timeout.
+ *   3. kill -9 of an external between ExternalPutStart and
  *      ExternalPutTransferEnd of a put placed on another owner: the staging
  *      and target ranges are freed and the key can be put again.
  */
@@ -292,7 +296,55 @@ static void owner_dies_under_load(void)
     CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
 }
 
-/* ---- part 2: an external dies mid-put ------------------------------------------- */
+/* ---- part 2: a frozen owner ------------------------------------------------------ */
+
+static void frozen_owner(void)
+{
+    const char *args[] = {"--placement", "local", "--heartbeat-interval", "200ms", NULL};
+    REQUIRE(cluster_start_n(&tc, 2, 64ull << 20, args) == 0, "cluster start");
+    int err = 0;
+    fx_client *c0 = fx_connect(tc.sockets[0], &err);
+    fx_client *c1 = fx_connect(tc.sockets[1], &err);
+    REQUIRE(c0 && c1, "connect");
+    uint8_t *buf = malloc(1u << 20);
+    char key[64];
+    for (int k = 0; k < 8; k++) {
+        snprintf(key, sizeof key, "frozen-%d", k);
+        put_or_die(c1, key, 300000, buf);
+    }
+    fx_holder *h = NULL;
+    REQUIRE(fx_get(c0, "frozen-0", 8, &h) == 0, "a pull from owner1 works before the freeze");
+    fx_holder_release(h);
+    pid_t pid = tc.owner_pids[1];
+    REQUIRE(kill(pid, SIGSTOP) == 0, "SIGSTOP owner1");
+    double t0 = now_ms();
+    /* The first get starts a pull from the frozen owner at once. */
+    int r = fx_get(c0, "frozen-1", 8, &h);
+    double first = now_ms() - t0;
+    CHECK(r == FX_ENOTFOUND, "a get pulling from the frozen owner ends in KeyNotFound (%s: %s)",
+          fx_strerror(r), fx_last_error_detail());
+    if (r == 0)
+        fx_holder_release(h);
+    CHECK(first <= 4 * HEARTBEAT_MS, "... once the owner is tombed (%.0f ms, heartbeat %d ms)",
+          first, HEARTBEAT_MS);
+    for (int k = 2; k < 8; k++) {
+        snprintf(key, sizeof key, "frozen-%d", k);
+        CHECK(fx_get(c0, key, strlen(key), &h) == FX_ENOTFOUND, "%s misses", key);
+    }
+    r = fx_get(c0, "frozen-0", 8, &h);
+    CHECK(r == 0 && value_ok(fx_holder_data(h), fx_holder_len(h), "frozen-0"),
+          "the copy owner0 pulled before the freeze is still served");
+    if (r == 0)
+        fx_holder_release(h);
+    kill(pid, SIGCONT); /* it finds the master gone and exits */
+    cluster_kill_owner(&tc, 1);
+    fx_close(c0);
+    fx_close(c1);
+    free(buf);
+    CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
+}
+
+/* ---- part 3: an external dies mid-put ------------------------------------------- */
 
 /* One request on a raw external connection; returns the decoded response. */
 static ProtobufCMessage *raw_call(int fd, uint16_t type, const ProtobufCMessage *req)
@@ -407,6 +459,7 @@ static void external_dies_mid_put(void)
 int main(void)
 {
     owner_dies_under_load();
+    frozen_owner();
     external_dies_mid_put();
     return test_finish();
 }

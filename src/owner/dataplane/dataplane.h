@@ -108,6 +108,12 @@ int dp_transfer(dp_engine *e, uint32_t peer_node, const char *peer_addr, bool pe
                 uint64_t src_offset, uint64_t target_offset, uint64_t len, uint32_t timeout_ms,
                 dp_done_fn cb, void *ud);
 
+/* node_id left the cluster (the master's member table no longer lists it):
+ * closes our connections to it and fails its transfers, queued or running,
+ * with FX_ECONN, instead of letting them wait for their timeout on a peer
+ * that may be frozen. Runs transfer callbacks. */
+void dp_engine_forget_peer(dp_engine *e, uint32_t node_id);
+
 /* Counters since the engine started. */
 void dp_engine_stats(const dp_engine *e, dp_stats *out);
 

@@ -699,3 +699,37 @@ void dp_client_close_all(dp_engine *e, int status, const char *detail)
     while (n-- && e->queued)
         xfer_finish(e->queued, status, detail);
 }
+
+void dp_engine_forget_peer(dp_engine *e, uint32_t node_id)
+{
+    char detail[DP_DETAIL_LEN];
+    snprintf(detail, sizeof detail, "peer %u left the cluster", node_id);
+    dp_peer *p, *ptmp;
+    DL_FOREACH_SAFE(e->peers, p, ptmp) {
+        if (p->node != node_id)
+            continue;
+        for (int i = 0; i < DP_CONNS_PER_PEER; i++) {
+            /* Closing the last connection frees p: look it up afresh. */
+            dp_cconn *c = p->conns[i];
+            if (c) {
+                FX_LOG(INFO, "data plane: closing %s: %s", c->name, detail);
+                bool last = true;
+                for (int j = 0; j < DP_CONNS_PER_PEER; j++)
+                    if (j != i && p->conns[j])
+                        last = false;
+                cconn_close(c, NULL, 0, NULL, FX_ECONN, detail);
+                if (last)
+                    break;
+            }
+        }
+    }
+    /* Transfers not started yet: fail them before they connect. */
+    dp_xfer *x;
+again:
+    DL_FOREACH2(e->queued, x, enext) {
+        if (x->peer_node == node_id) {
+            xfer_finish(x, FX_ECONN, detail);
+            goto again;
+        }
+    }
+}
