@@ -1,9 +1,12 @@
 /*
  * demo.c - the demo workload of `make demo`: puts a few hundred values of
  * 4 KiB to 4 MiB into a running cluster, reads every one back and verifies it
- * byte for byte, and prints ops/s, GiB/s and the owner's hit counters.
+ * byte for byte, and prints ops/s, GiB/s and the owners' hit counters. With a
+ * second socket (another owner of the cluster) it reads everything again
+ * through that owner too: values placed elsewhere are pulled over the
+ * owner-to-owner data plane.
  *
- *   fx_demo SOCKET [COUNT]
+ *   fx_demo SOCKET [COUNT [SOCKET2]]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -48,7 +51,7 @@ static void fill(uint8_t *buf, size_t len, int i)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: fx_demo SOCKET [COUNT]\n");
+        fprintf(stderr, "usage: fx_demo SOCKET [COUNT [SOCKET2]]\n");
         return 2;
     }
     int count = argc > 2 ? atoi(argv[2]) : 300;
@@ -77,30 +80,42 @@ int main(int argc, char **argv)
     }
     printf("put  %4d values (%.1f MiB): %8.0f ops/s %6.2f GiB/s\n", count, bytes / (1 << 20),
            count / t_put, bytes / t_put / (1 << 30));
-    int verified = 0;
-    double t_get = 0;
-    for (int i = 0; i < count; i++) {
-        size_t len = value_size(i);
-        int klen = snprintf(key, sizeof key, "demo/%04d", i);
-        fx_holder *h;
-        t0 = now_s();
-        int r = fx_get(c, key, (size_t)klen, &h);
-        if (r) {
-            fprintf(stderr, "get %s: %s\n", key, fx_strerror(r));
+    for (int pass = 0; pass < (argc > 3 ? 2 : 1); pass++) {
+        fx_client *rc = c;
+        if (pass == 1 && !(rc = fx_connect(argv[3], &err))) {
+            fprintf(stderr, "fx_demo: connect %s: %s: %s\n", argv[3], fx_strerror(err),
+                    fx_last_error_detail());
             failures++;
-            continue;
+            break;
         }
-        memcpy(copy, fx_holder_data(h), fx_holder_len(h)); /* bytes mode: a private copy */
-        t_get += now_s() - t0;
-        fill(buf, len, i);
-        if (fx_holder_len(h) == len && memcmp(copy, buf, len) == 0)
-            verified++;
-        else
-            failures++;
-        fx_holder_release(h);
+        int verified = 0;
+        double t_get = 0;
+        for (int i = 0; i < count; i++) {
+            size_t len = value_size(i);
+            int klen = snprintf(key, sizeof key, "demo/%04d", i);
+            fx_holder *h;
+            t0 = now_s();
+            int r = fx_get(rc, key, (size_t)klen, &h);
+            if (r) {
+                fprintf(stderr, "get %s: %s: %s\n", key, fx_strerror(r), fx_last_error_detail());
+                failures++;
+                continue;
+            }
+            memcpy(copy, fx_holder_data(h), fx_holder_len(h)); /* bytes mode: a private copy */
+            t_get += now_s() - t0;
+            fill(buf, len, i);
+            if (fx_holder_len(h) == len && memcmp(copy, buf, len) == 0)
+                verified++;
+            else
+                failures++;
+            fx_holder_release(h);
+        }
+        printf("get  %4d values, verified %d: %8.0f ops/s %6.2f GiB/s (get + copy out%s)\n",
+               count, verified, count / t_get, bytes / t_get / (1 << 30),
+               pass ? ", through the second owner" : "");
+        if (rc != c)
+            fx_close(rc);
     }
-    printf("get  %4d values, verified %d: %8.0f ops/s %6.2f GiB/s (get + copy out)\n",
-           count, verified, count / t_get, bytes / t_get / (1 << 30));
     fx_owner_stat st[8];
     size_t n = 0;
     if (fx_stat(c, st, 8, &n) == 0)

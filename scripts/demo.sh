@@ -12,11 +12,13 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 "$(dirname "$0")/hugepages.sh" $((2 << 30)) || true
-echo "== fluxon up --dir $dir --dram 2GB"
-sock=$("$bin/fluxon" up --dir "$dir" --dram 2GB)
-echo "client socket: $sock"
-echo "== demo workload"
-"$bin/bench/fx_demo" "$sock" "${FX_DEMO_COUNT:-300}"
+echo "== fluxon up --dir $dir --owners 2 --dram 1GB"
+socks=$("$bin/fluxon" up --dir "$dir" --owners 2 --dram 1GB)
+sock=$(sed -n 1p <<<"$socks")
+sock2=$(sed -n 2p <<<"$socks")
+echo "client sockets: $sock $sock2"
+echo "== demo workload (puts through owner0, gets through owner0, then owner1)"
+"$bin/bench/fx_demo" "$sock" "${FX_DEMO_COUNT:-300}" "$sock2"
 echo "== fluxon put / get / stat"
 echo "hello from fluxon" | "$bin/fluxon" put --socket "$sock" greeting -
 printf 'get greeting -> '; "$bin/fluxon" get --socket "$sock" -v greeting
