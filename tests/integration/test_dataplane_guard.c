@@ -1,0 +1,500 @@
+/*
+ * test_dataplane_guard.c - a real fluxon-owner's data plane refuses what it
+ * must, logs it, hangs up, and keeps serving.
+ *
+ * One master (--heartbeat-timeout 600s, so the silent test-side member stays
+ * registered) and one owner. A raw member (tests/util/raw_member.h)
+ * registers to obtain a node id, a tomb tag and the cluster's data token,
+ * and learns the owner's data-plane address from the member table. Raw TCP
+ * clients then speak the data-plane wire format (dp_frame.h) to the owner:
+ *
+ *   - a READ and a WRITE before any HELLO: refused with FX_EPROTO;
+ *   - a HELLO from a stranger that never registered (wrong token, and the
+ *     right length with one byte flipped): refused with FX_ESTALE;
+ *   - a HELLO with the right token but the raw member's node id with
+ *     tomb_tag + 1, or a node id nobody has: refused with FX_ESTALE;
+ *   - after a valid HELLO: a READ at offset == segment size, a READ whose
+ *     offset + len overflows uint64, a WRITE straddling the segment's end, a
+ *     WRITE at the end and a WRITE with an overflowing offset: refused with
+ *     FX_EINVAL, and the bytes at the segment's end are unchanged;
+ *   - after a valid HELLO: a READ of the range RouteInfo names for a value
+ *     put through the C API returns exactly the value's bytes.
+ *
+ * Every refusal is answered, then the owner hangs up; each kind leaves a
+ * WARN line in the owner's log; fx_put / fx_get through the owner still work
+ * at the end. The accepted READ shows the refusals are not a dead port.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "fluxon/fluxon.h"
+#include "owner/dataplane/dp_frame.h"
+#include "raw_member.h"
+#include "testlib.h"
+
+#define SEG (64ull << 20)
+#define VALUE_LEN 300001u
+
+static test_cluster tc;
+static fx_client *cl;
+static raw_member rm;
+static uint32_t owner_node;
+static uint32_t unknown_node; /* a node id nobody registered */
+static char dp_host[64];
+static int dp_port;
+
+/* ---- values ------------------------------------------------------------------------------ */
+
+static uint8_t *make_value(uint64_t seed, size_t len)
+{
+    uint8_t *v = malloc(len);
+    unsigned long long s = seed | 1;
+    for (size_t i = 0; i < len; i++)
+        v[i] = (uint8_t)(test_rand(&s) >> 56);
+    return v;
+}
+
+static bool get_is(const char *key, const uint8_t *want, size_t len)
+{
+    fx_holder *h = NULL;
+    int r = fx_get(cl, key, strlen(key), &h);
+    if (r != 0) {
+        fprintf(stderr, "  get %s: %s (%s)\n", key, fx_strerror(r), fx_last_error_detail());
+        return false;
+    }
+    bool ok = fx_holder_len(h) == len && memcmp(fx_holder_data(h), want, len) == 0;
+    fx_holder_release(h);
+    return ok;
+}
+
+/* ---- raw data-plane client ---------------------------------------------------------------- */
+
+static int dp_connect(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0, "socket: %s", strerror(errno));
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)dp_port)};
+    REQUIRE(inet_pton(AF_INET, dp_host, &sa.sin_addr) == 1, "data-plane host %s", dp_host);
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    REQUIRE(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "connect to the data plane %s:%d: %s",
+            dp_host, dp_port, strerror(errno));
+    return fd;
+}
+
+static bool send_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return false;
+        b += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Reads exactly n bytes; false on EOF, error or timeout. */
+static bool recv_all(int fd, void *p, size_t n)
+{
+    uint8_t *b = p;
+    while (n) {
+        ssize_t r = recv(fd, b, n, 0);
+        if (r <= 0)
+            return false;
+        b += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+/* True when the owner hangs up (EOF or reset) before the receive timeout,
+ * discarding anything it still sends. */
+static bool hung_up(int fd)
+{
+    uint8_t buf[4096];
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof buf, 0);
+        if (r == 0 || (r < 0 && errno == ECONNRESET))
+            return true;
+        if (r < 0)
+            return false; /* timeout */
+    }
+}
+
+static void send_hdr(int fd, uint8_t op, uint64_t id, uint64_t off, uint32_t len)
+{
+    uint8_t b[DP_HDR_LEN];
+    dp_hdr_encode(&(dp_hdr){.op = op, .id = id, .offset = off, .len = len}, b);
+    send_all(fd, b, sizeof b);
+}
+
+static void send_hello(int fd, uint32_t node, uint64_t tomb, const uint8_t *tok, size_t toklen)
+{
+    uint8_t body[DP_HELLO_MAX_BODY];
+    size_t n = dp_hello_encode(&(dp_hello){.tomb_tag = tomb, .node_id = node, .token = tok,
+                                           .token_len = toklen},
+                               body, sizeof body);
+    REQUIRE(n > 0, "HELLO body encodes");
+    send_hdr(fd, DP_HELLO, 42, 0, (uint32_t)n);
+    send_all(fd, body, n);
+}
+
+/* Reads one reply header (checked as a reply) and, for an error, its detail. */
+static bool recv_reply(int fd, dp_hdr *h, char *detail, size_t cap)
+{
+    uint8_t b[DP_HDR_LEN];
+    detail[0] = 0;
+    if (!recv_all(fd, b, sizeof b))
+        return false;
+    dp_hdr_decode(b, h);
+    if (dp_hdr_check(h, DP_DIR_REPLY) != 0)
+        return false;
+    if (h->status < 0 && h->len) {
+        if (h->len >= cap || !recv_all(fd, detail, h->len))
+            return false;
+        detail[h->len] = 0;
+    }
+    return true;
+}
+
+/* A connection whose HELLO as the raw member passed; -1 when it was refused
+ * (the owner may not have the member table with us in it yet). */
+static int hello_as_member(void)
+{
+    int fd = dp_connect();
+    send_hello(fd, rm.node_id, rm.tomb_tag, rm.token, rm.token_len);
+    dp_hdr h;
+    char detail[DP_DETAIL_MAX + 1];
+    if (recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK && h.id == 42 &&
+        h.status == 0)
+        return fd;
+    close(fd);
+    return -1;
+}
+
+static int authed_conn(void)
+{
+    int fd = hello_as_member();
+    REQUIRE(fd >= 0, "a HELLO as the registered raw member is accepted");
+    return fd;
+}
+
+/* ---- 0. setup: who is who, and where the owner's data plane listens -------------------- */
+
+static void setup(void)
+{
+    fx_owner_stat st[8];
+    size_t n = 0;
+    REQUIRE(fx_stat(cl, st, 8, &n) == 0, "stat");
+    for (size_t i = 0; i < n && i < 8; i++)
+        if (strcmp(st[i].name, "owner0") == 0)
+            owner_node = st[i].node_id;
+    REQUIRE(owner_node != 0, "owner0 has a node id");
+
+    /* A segment of 1 byte: never a placement target. */
+    REQUIRE(raw_member_register(&rm, tc.master_addr, "test", "dp-prober", 1) == 0,
+            "raw member registers");
+    REQUIRE(rm.token_len > 0, "Register gave a data token");
+    for (int t = 0; t < 100 && !*raw_member_data_addr(&rm, owner_node); t++)
+        raw_member_poll(&rm, 50);
+    const char *addr = raw_member_data_addr(&rm, owner_node);
+    REQUIRE(*addr, "the member table names owner0's data-plane address");
+    const char *colon = strrchr(addr, ':');
+    REQUIRE(colon && (size_t)(colon - addr) < sizeof dp_host, "data address %s", addr);
+    memcpy(dp_host, addr, (size_t)(colon - addr));
+    dp_host[colon - addr] = 0;
+    dp_port = atoi(colon + 1);
+    REQUIRE(dp_port > 0, "data-plane port in %s", addr);
+
+    /* The owner learns about us from the member table the master pushes. */
+    int fd = -1;
+    for (int t = 0; t < 100 && fd < 0; t++) {
+        fd = hello_as_member();
+        if (fd < 0)
+            usleep(50 * 1000);
+    }
+    REQUIRE(fd >= 0, "the owner accepts the raw member's HELLO once it knows the member");
+    close(fd);
+}
+
+/* ---- 1. requests before HELLO ----------------------------------------------------------- */
+
+static void before_hello(void)
+{
+    int fd = dp_connect();
+    send_hdr(fd, DP_READ, 77, 0, 100);
+    send_hdr(fd, DP_READ, 78, 100, 100); /* pipelined: must not be answered */
+    dp_hdr h;
+    char detail[DP_DETAIL_MAX + 1];
+    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    CHECK(got && h.op == DP_READ_DATA && h.id == 77 && h.status == FX_EPROTO,
+          "READ before HELLO refused with FX_EPROTO (status %d: %s)", got ? h.status : 0, detail);
+    CHECK(hung_up(fd), "READ before HELLO: then the owner hung up");
+    close(fd);
+
+    fd = dp_connect();
+    uint8_t w[64];
+    memset(w, 0xee, sizeof w);
+    send_hdr(fd, DP_WRITE, 79, 0, sizeof w);
+    send_all(fd, w, sizeof w);
+    got = recv_reply(fd, &h, detail, sizeof detail);
+    CHECK(got && h.op == DP_WRITE_ACK && h.id == 79 && h.status == FX_EPROTO,
+          "WRITE before HELLO refused with FX_EPROTO (status %d: %s)", got ? h.status : 0, detail);
+    CHECK(hung_up(fd), "WRITE before HELLO: then the owner hung up");
+    close(fd);
+}
+
+/* ---- 2. and 3. hellos that must not pass ------------------------------------------------ */
+
+/* Sends one HELLO and expects HELLO_REFUSED with FX_ESTALE, then a hang-up. */
+static void refused_hello(const char *what, uint32_t node, uint64_t tomb, const uint8_t *tok,
+                          size_t toklen)
+{
+    int fd = dp_connect();
+    send_hello(fd, node, tomb, tok, toklen);
+    /* A request right behind the hello must not be served either. */
+    send_hdr(fd, DP_READ, 43, 0, 16);
+    dp_hdr h;
+    char detail[DP_DETAIL_MAX + 1];
+    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    CHECK(got && h.op == DP_HELLO_REFUSED && h.id == 42 && h.status == FX_ESTALE,
+          "%s: HELLO refused with FX_ESTALE (op %d, status %d: %s)", what, got ? h.op : 0,
+          got ? h.status : 0, detail);
+    CHECK(hung_up(fd), "%s: then the owner hung up", what);
+    close(fd);
+}
+
+static void bad_hellos(void)
+{
+    static const uint8_t guess[] = "not-the-data-token";
+    refused_hello("stranger with a made-up token", 4242, 1, guess, sizeof guess - 1);
+    uint8_t flipped[sizeof rm.token];
+    memcpy(flipped, rm.token, rm.token_len);
+    flipped[rm.token_len / 2] ^= 0x01;
+    refused_hello("stranger with a token one bit off", 4242, 1, flipped, rm.token_len);
+    refused_hello("registered node id, tomb_tag + 1", rm.node_id, rm.tomb_tag + 1, rm.token,
+                  rm.token_len);
+    unknown_node = rm.node_id + 1000;
+    if (unknown_node == owner_node)
+        unknown_node++;
+    refused_hello("unknown node id", unknown_node, rm.tomb_tag, rm.token, rm.token_len);
+}
+
+/* ---- 4. ranges outside the segment -------------------------------------------------------- */
+
+/* After a valid HELLO, sends a READ of [off, +len) and expects FX_EINVAL + hang-up. */
+static void refused_read(const char *what, uint64_t off, uint32_t len)
+{
+    int fd = authed_conn();
+    send_hdr(fd, DP_READ, 90, off, len);
+    dp_hdr h;
+    char detail[DP_DETAIL_MAX + 1];
+    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    CHECK(got && h.op == DP_READ_DATA && h.id == 90 && h.status == FX_EINVAL && h.offset == off,
+          "%s: READ refused with FX_EINVAL (op %d, status %d: %s)", what, got ? h.op : 0,
+          got ? h.status : 0, detail);
+    CHECK(hung_up(fd), "%s: then the owner hung up", what);
+    close(fd);
+}
+
+static void refused_write(const char *what, uint64_t off, uint32_t len)
+{
+    int fd = authed_conn();
+    uint8_t *w = malloc(len);
+    memset(w, 0xee, len);
+    send_hdr(fd, DP_WRITE, 91, off, len);
+    send_all(fd, w, len); /* may fail once the owner hangs up: that is fine */
+    free(w);
+    dp_hdr h;
+    char detail[DP_DETAIL_MAX + 1];
+    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    CHECK(got && h.op == DP_WRITE_ACK && h.id == 91 && h.status == FX_EINVAL,
+          "%s: WRITE refused with FX_EINVAL (op %d, status %d: %s)", what, got ? h.op : 0,
+          got ? h.status : 0, detail);
+    CHECK(hung_up(fd), "%s: then the owner hung up", what);
+    close(fd);
+}
+
+/* Reads [off, +len) of the owner's segment over an accepted connection. */
+static bool dp_read(int fd, uint64_t id, uint64_t off, uint32_t len, uint8_t *out)
+{
+    send_hdr(fd, DP_READ, id, off, len);
+    dp_hdr h = {0};
+    char detail[DP_DETAIL_MAX + 1];
+    if (!recv_reply(fd, &h, detail, sizeof detail) || h.op != DP_READ_DATA || h.id != id ||
+        h.status != 0 || h.offset != off || h.len != len) {
+        fprintf(stderr, "  READ [%llu, +%u): op %d status %d %s\n", (unsigned long long)off, len,
+                h.op, h.status, detail);
+        return false;
+    }
+    return recv_all(fd, out, len);
+}
+
+static void bad_ranges(void)
+{
+    enum { TAIL = 4096 };
+    uint8_t before[TAIL], after[TAIL];
+    int fd = authed_conn();
+    bool ok = dp_read(fd, 1, SEG - TAIL, TAIL, before);
+    CHECK(ok, "READ of the segment's last %d bytes is served", TAIL);
+    close(fd);
+
+    refused_read("offset == segment size", SEG, 1);
+    refused_read("straddling the end", SEG - 10, 20);
+    refused_read("offset + len overflows uint64", UINT64_MAX - 7, 16);
+
+    refused_write("WRITE at offset == segment size", SEG, 64);
+    refused_write("WRITE straddling the end", SEG - TAIL, 2 * TAIL);
+    refused_write("WRITE whose offset + len overflows uint64", UINT64_MAX - 100, 4096);
+
+    fd = authed_conn();
+    ok = ok && dp_read(fd, 2, SEG - TAIL, TAIL, after);
+    CHECK(ok && memcmp(before, after, TAIL) == 0,
+          "the refused WRITEs left the segment's last %d bytes unchanged", TAIL);
+    bool any_ee = false;
+    for (int i = 0; i < TAIL && ok; i++)
+        any_ee |= after[i] == 0xee && before[i] != 0xee;
+    CHECK(!any_ee, "no byte of a refused WRITE reached the segment");
+    close(fd);
+}
+
+/* ---- 5. the accepted path reads exactly the value --------------------------------------- */
+
+static void valid_read(const char *key, const uint8_t *value, size_t len)
+{
+    Fx__RouteInfoReq req = FX__ROUTE_INFO_REQ__INIT;
+    req.key = (ProtobufCBinaryData){.len = strlen(key), .data = (uint8_t *)key};
+    ProtobufCMessage *m = raw_member_call(&rm, MSG_ROUTE_INFO, &req.base, 5000);
+    REQUIRE(m && msg_status(m) == 0, "RouteInfo %s: %s", key, m ? msg_detail(m) : "no answer");
+    Fx__RouteInfoResp *r = (Fx__RouteInfoResp *)m;
+    CHECK(r->len == len, "RouteInfo length %llu == %zu", (unsigned long long)r->len, len);
+    bool found = false;
+    uint64_t off = 0;
+    for (size_t i = 0; i < r->n_replicas; i++)
+        if (r->replicas[i]->node_id == owner_node && r->replicas[i]->memory) {
+            found = true;
+            off = r->replicas[i]->memory_offset;
+        }
+    msg_free(m);
+    REQUIRE(found, "%s has a memory replica on owner0", key);
+
+    /* Two READs pipelined on one connection: the halves of the value. */
+    int fd = authed_conn();
+    uint8_t *got = malloc(len);
+    uint32_t half = (uint32_t)(len / 2);
+    bool ok = dp_read(fd, 10, off, half, got) &&
+              dp_read(fd, 11, off + half, (uint32_t)(len - half), got + half);
+    CHECK(ok && memcmp(got, value, len) == 0,
+          "an accepted READ of [%llu, +%zu) returns exactly the value's bytes",
+          (unsigned long long)off, len);
+    free(got);
+    close(fd);
+}
+
+/* ---- 6. the owner's log ------------------------------------------------------------------- */
+
+/* True when a WARN line of the log holds both needles. */
+static bool log_has(const char *log, const char *a, const char *b)
+{
+    for (const char *line = log; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        char buf[2048];
+        if (n >= sizeof buf)
+            n = sizeof buf - 1;
+        memcpy(buf, line, n);
+        buf[n] = 0;
+        if (strstr(buf, " WARN ") && strstr(buf, a) && strstr(buf, b))
+            return true;
+        line = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+static char *read_owner_log(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/owner0.log", tc.dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    size_t k;
+    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 == cap)
+            s = realloc(s, cap *= 2);
+    }
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static void check_log(void)
+{
+    char *log = read_owner_log();
+    REQUIRE(log, "owner0.log readable");
+    CHECK(log_has(log, "refused READ", "before a successful HELLO"), "WARN for READ before HELLO");
+    CHECK(log_has(log, "refused WRITE", "before a successful HELLO"),
+          "WARN for WRITE before HELLO");
+    CHECK(log_has(log, "refused HELLO", "wrong data token"), "WARN for a wrong token");
+    char who[96];
+    snprintf(who, sizeof who, "node %u (tomb %llu) is not a live member", rm.node_id,
+             (unsigned long long)(rm.tomb_tag + 1));
+    CHECK(log_has(log, "refused HELLO", who), "WARN for a stale tomb tag (%s)", who);
+    snprintf(who, sizeof who, "node %u (tomb %llu) is not a live member", unknown_node,
+             (unsigned long long)rm.tomb_tag);
+    CHECK(log_has(log, "refused HELLO", who), "WARN for an unknown node (%s)", who);
+    CHECK(log_has(log, "refused READ", "outside the segment"), "WARN for a READ out of range");
+    CHECK(log_has(log, "refused WRITE", "outside the segment"), "WARN for a WRITE out of range");
+    free(log);
+}
+
+int main(void)
+{
+    const char *args[] = {"--heartbeat-timeout", "600s", NULL};
+    REQUIRE(cluster_start_n(&tc, 1, SEG, args) == 0, "cluster start");
+    int err = 0;
+    cl = fx_connect(tc.sockets[0], &err);
+    REQUIRE(cl, "connect: %s", fx_strerror(err));
+
+    const char *key = "guarded";
+    uint8_t *value = make_value(1, VALUE_LEN);
+    int r = fx_put(cl, key, strlen(key), value, VALUE_LEN);
+    REQUIRE(r == 0, "put %s: %s (%s)", key, fx_strerror(r), fx_last_error_detail());
+
+    setup();
+    before_hello();
+    bad_hellos();
+    bad_ranges();
+    valid_read(key, value, VALUE_LEN);
+
+    /* The owner still serves its clients. */
+    CHECK(get_is(key, value, VALUE_LEN), "fx_get of %s after the probes", key);
+    uint8_t *v2 = make_value(2, 70000);
+    r = fx_put(cl, "after-probes", 12, v2, 70000);
+    CHECK(r == 0, "fx_put after the probes: %s (%s)", fx_strerror(r), fx_last_error_detail());
+    CHECK(get_is("after-probes", v2, 70000), "fx_get of a value put after the probes");
+    free(v2);
+
+    check_log();
+
+    free(value);
+    raw_member_close(&rm);
+    fx_close(cl);
+    CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
+    return test_finish();
+}
