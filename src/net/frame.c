@@ -2,38 +2,25 @@
  * frame.c - encode and parse the 16-byte frame header (see frame.h).
  */
 #include "net/frame.h"
+#include "common/le.h"
 
 #include <errno.h>
 #include <string.h>
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 void frame_hdr_encode(const frame_hdr *h, uint8_t out[FRAME_HDR_LEN])
 {
-    put_le(out, h->len, 4);
-    put_le(out + 4, h->type, 2);
-    put_le(out + 6, h->flags, 2);
-    put_le(out + 8, h->req_id, 8);
+    le_put(out, h->len, 4);
+    le_put(out + 4, h->type, 2);
+    le_put(out + 6, h->flags, 2);
+    le_put(out + 8, h->req_id, 8);
 }
 
 void frame_hdr_decode(const uint8_t in[FRAME_HDR_LEN], frame_hdr *h)
 {
-    h->len = (uint32_t)get_le(in, 4);
-    h->type = (uint16_t)get_le(in + 4, 2);
-    h->flags = (uint16_t)get_le(in + 6, 2);
-    h->req_id = get_le(in + 8, 8);
+    h->len = (uint32_t)le_get(in, 4);
+    h->type = (uint16_t)le_get(in + 4, 2);
+    h->flags = (uint16_t)le_get(in + 6, 2);
+    h->req_id = le_get(in + 8, 8);
 }
 
 int frame_hdr_check(const frame_hdr *h, size_t max_body)

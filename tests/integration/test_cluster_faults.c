@@ -39,6 +39,7 @@
 #include "cluster.h"
 #include "fluxon/fluxon.h"
 #include "net/msg.h"
+#include "raw_external.h"
 #include "testlib.h"
 
 #define HEARTBEAT_MS 200
@@ -346,54 +347,14 @@ static void frozen_owner(void)
 
 /* ---- part 3: an external dies mid-put ------------------------------------------- */
 
-/* One request on a raw external connection; returns the decoded response. */
-static ProtobufCMessage *raw_call(int fd, uint16_t type, const ProtobufCMessage *req)
-{
-    static uint64_t id = 1;
-    size_t len;
-    uint8_t *b = msg_encode(type, 0, id++, req, &len);
-    if (!b || send(fd, b, len, MSG_NOSIGNAL) != (ssize_t)len) {
-        free(b);
-        return NULL;
-    }
-    free(b);
-    uint8_t hdr[FRAME_HDR_LEN];
-    if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr)
-        return NULL;
-    frame_hdr fh;
-    frame_hdr_decode(hdr, &fh);
-    uint8_t *body = malloc(fh.len + 1);
-    if (fh.len && recv(fd, body, fh.len, MSG_WAITALL) != (ssize_t)fh.len) {
-        free(body);
-        return NULL;
-    }
-    ProtobufCMessage *m = msg_decode(fh.type, true, body, fh.len);
-    free(body);
-    return m;
-}
-
 /* The child: a raw external that starts a put, reports, and waits to be killed. */
 static void child_starts_put(const char *socket_path, int ready_fd)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(socket_path) >= sizeof sa.sun_path)
+    int fd = raw_external_open(socket_path);
+    if (fd < 0)
         _exit(2);
-    memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
-        _exit(2);
-    Fx__ExternalHelloReq hello = FX__EXTERNAL_HELLO_REQ__INIT;
-    hello.version = 1;
-    ProtobufCMessage *m = raw_call(fd, MSG_EXT_HELLO, &hello.base);
-    if (!m || msg_status(m))
-        _exit(3);
-    msg_free(m);
-    Fx__ExternalPutStartReq ps = FX__EXTERNAL_PUT_START_REQ__INIT;
-    ps.key = (ProtobufCBinaryData){.len = 6, .data = (uint8_t *)"orphan"};
-    ps.len = 3u << 20;
-    m = raw_call(fd, MSG_EXT_PUT_START, &ps.base);
-    char ok = m && msg_status(m) == 0 ? 'y' : 'n';
-    msg_free(m);
+    Fx__PutId pid;
+    char ok = raw_external_put_start(fd, "orphan", 3u << 20, &pid) == 0 ? 'y' : 'n';
     if (write(ready_fd, &ok, 1) != 1)
         _exit(4);
     for (;;)

@@ -19,6 +19,7 @@
 #include "fluxon/fluxon.h"
 #include "net/msg.h"
 #include "raw_member.h"
+#include "raw_external.h"
 #include "testlib.h"
 
 static test_cluster tc;
@@ -121,53 +122,13 @@ static void abandoned_get(void)
     raw_member_close(&rm);
 }
 
-/* One request on a raw external connection; returns the decoded response. */
-static ProtobufCMessage *raw_call(int fd, uint16_t type, const ProtobufCMessage *req)
-{
-    static uint64_t id = 1;
-    size_t len;
-    uint8_t *buf = msg_encode(type, 0, id++, req, &len);
-    if (!buf || send(fd, buf, len, MSG_NOSIGNAL) != (ssize_t)len) {
-        free(buf);
-        return NULL;
-    }
-    free(buf);
-    uint8_t hdr[FRAME_HDR_LEN];
-    if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr)
-        return NULL;
-    frame_hdr h;
-    frame_hdr_decode(hdr, &h);
-    uint8_t *body = malloc(h.len + 1);
-    if (h.len && recv(fd, body, h.len, MSG_WAITALL) != (ssize_t)h.len) {
-        free(body);
-        return NULL;
-    }
-    ProtobufCMessage *m = msg_decode(h.type, true, body, h.len);
-    free(body);
-    return m;
-}
-
-/* A raw external session: hello, then ExternalPutStart of len bytes. */
+/* A raw external session with a started put of len bytes. */
 static int start_put(const char *key, uint64_t len, Fx__PutId *pid)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    REQUIRE(strlen(tc.socket) < sizeof sa.sun_path, "socket path too long");
-    memcpy(sa.sun_path, tc.socket, strlen(tc.socket) + 1);
-    REQUIRE(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "connect");
-    Fx__ExternalHelloReq hello = FX__EXTERNAL_HELLO_REQ__INIT;
-    hello.version = 1;
-    ProtobufCMessage *m = raw_call(fd, MSG_EXT_HELLO, &hello.base);
-    REQUIRE(m && msg_status(m) == 0, "hello");
-    msg_free(m);
-    Fx__ExternalPutStartReq ps = FX__EXTERNAL_PUT_START_REQ__INIT;
-    ps.key = (ProtobufCBinaryData){.len = strlen(key), .data = (uint8_t *)key};
-    ps.len = len;
-    m = raw_call(fd, MSG_EXT_PUT_START, &ps.base);
-    REQUIRE(m && msg_status(m) == 0, "put start: %s", m ? msg_detail(m) : "no answer");
-    *pid = *((Fx__ExternalPutStartResp *)m)->put_id;
-    pid->base.descriptor = &fx__put_id__descriptor;
-    msg_free(m);
+    int fd = raw_external_open(tc.socket);
+    REQUIRE(fd >= 0, "raw external session");
+    int st = raw_external_put_start(fd, key, len, pid);
+    REQUIRE(st == 0, "put start: %s", fx_strerror(st));
     return fd;
 }
 
@@ -197,7 +158,7 @@ int main(void)
     Fx__ExternalPutTransferEndReq end = FX__EXTERNAL_PUT_TRANSFER_END_REQ__INIT;
     end.key = (ProtobufCBinaryData){.len = 9, .data = (uint8_t *)"abandoned"};
     end.put_id = &pid;
-    ProtobufCMessage *m = raw_call(fd, MSG_EXT_PUT_TRANSFER_END, &end.base);
+    ProtobufCMessage *m = raw_external_call(fd, MSG_EXT_PUT_TRANSFER_END, &end.base);
     CHECK(m && msg_status(m) == FX_ESTALE, "a put ended after its TTL is refused as stale (%d)",
           m ? msg_status(m) : 0);
     msg_free(m);

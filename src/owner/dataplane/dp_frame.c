@@ -5,48 +5,35 @@
  * trust a length.
  */
 #include "owner/dataplane/dp_frame.h"
+#include "common/le.h"
 
 #include <errno.h>
 #include <string.h>
 
 #include "fluxon/fluxon.h"
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 void dp_hdr_encode(const dp_hdr *h, uint8_t out[DP_HDR_LEN])
 {
-    put_le(out, DP_MAGIC, 4);
+    le_put(out, DP_MAGIC, 4);
     out[4] = h->op;
     out[5] = h->flags;
-    put_le(out + 6, h->rsvd, 2);
-    put_le(out + 8, h->id, 8);
-    put_le(out + 16, h->offset, 8);
-    put_le(out + 24, h->len, 4);
-    put_le(out + 28, (uint32_t)h->status, 4);
+    le_put(out + 6, h->rsvd, 2);
+    le_put(out + 8, h->id, 8);
+    le_put(out + 16, h->offset, 8);
+    le_put(out + 24, h->len, 4);
+    le_put(out + 28, (uint32_t)h->status, 4);
 }
 
 void dp_hdr_decode(const uint8_t in[DP_HDR_LEN], dp_hdr *h)
 {
-    h->magic = (uint32_t)get_le(in, 4);
+    h->magic = (uint32_t)le_get(in, 4);
     h->op = in[4];
     h->flags = in[5];
-    h->rsvd = (uint16_t)get_le(in + 6, 2);
-    h->id = get_le(in + 8, 8);
-    h->offset = get_le(in + 16, 8);
-    h->len = (uint32_t)get_le(in + 24, 4);
-    h->status = (int32_t)(uint32_t)get_le(in + 28, 4);
+    h->rsvd = (uint16_t)le_get(in + 6, 2);
+    h->id = le_get(in + 8, 8);
+    h->offset = le_get(in + 16, 8);
+    h->len = (uint32_t)le_get(in + 24, 4);
+    h->status = (int32_t)(uint32_t)le_get(in + 28, 4);
 }
 
 static bool status_ok(int32_t s)
@@ -123,8 +110,8 @@ size_t dp_hello_encode(const dp_hello *hello, uint8_t *out, size_t cap)
     size_t n = DP_HELLO_FIXED + hello->token_len;
     if (hello->token_len > DP_TOKEN_MAX || n > cap)
         return 0;
-    put_le(out, hello->tomb_tag, 8);
-    put_le(out + 8, hello->node_id, 4);
+    le_put(out, hello->tomb_tag, 8);
+    le_put(out + 8, hello->node_id, 4);
     if (hello->token_len)
         memcpy(out + DP_HELLO_FIXED, hello->token, hello->token_len);
     return n;
@@ -134,8 +121,8 @@ int dp_hello_decode(const uint8_t *body, size_t n, dp_hello *hello)
 {
     if (n < DP_HELLO_FIXED || n > DP_HELLO_MAX_BODY)
         return -EPROTO;
-    hello->tomb_tag = get_le(body, 8);
-    hello->node_id = (uint32_t)get_le(body + 8, 4);
+    hello->tomb_tag = le_get(body, 8);
+    hello->node_id = (uint32_t)le_get(body + 8, 4);
     hello->token = body + DP_HELLO_FIXED;
     hello->token_len = n - DP_HELLO_FIXED;
     return 0;

@@ -1,0 +1,86 @@
+/*
+ * raw_external.c - a blocking test-side external (see raw_external.h).
+ */
+#include "raw_external.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fluxon/fluxon.h"
+
+ProtobufCMessage *raw_external_call(int fd, uint16_t type, const ProtobufCMessage *req)
+{
+    static uint64_t id = 1;
+    size_t len;
+    uint8_t *buf = msg_encode(type, 0, __atomic_fetch_add(&id, 1, __ATOMIC_RELAXED), req, &len);
+    if (!buf || send(fd, buf, len, MSG_NOSIGNAL) != (ssize_t)len) {
+        free(buf);
+        return NULL;
+    }
+    free(buf);
+    uint8_t hdr[FRAME_HDR_LEN];
+    if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr)
+        return NULL;
+    frame_hdr h;
+    frame_hdr_decode(hdr, &h);
+    if (h.len > FRAME_MAX_BODY)
+        return NULL;
+    uint8_t *body = malloc(h.len + 1);
+    if (!body || (h.len && recv(fd, body, h.len, MSG_WAITALL) != (ssize_t)h.len)) {
+        free(body);
+        return NULL;
+    }
+    ProtobufCMessage *m = msg_decode(h.type, true, body, h.len);
+    free(body);
+    return m;
+}
+
+int raw_external_open(const char *socket_path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(socket_path) >= sizeof sa.sun_path)
+        return -1;
+    memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    Fx__ExternalHelloReq hello = FX__EXTERNAL_HELLO_REQ__INIT;
+    hello.version = 1;
+    ProtobufCMessage *m = raw_external_call(fd, MSG_EXT_HELLO, &hello.base);
+    int ok = m && msg_status(m) == 0;
+    msg_free(m);
+    if (!ok) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int raw_external_put_start(int fd, const char *key, uint64_t len, Fx__PutId *pid)
+{
+    Fx__ExternalPutStartReq ps = FX__EXTERNAL_PUT_START_REQ__INIT;
+    ps.key = (ProtobufCBinaryData){.len = strlen(key), .data = (uint8_t *)key};
+    ps.len = len;
+    ProtobufCMessage *m = raw_external_call(fd, MSG_EXT_PUT_START, &ps.base);
+    if (!m)
+        return FX_ECONN;
+    int st = msg_status(m);
+    Fx__ExternalPutStartResp *r = (Fx__ExternalPutStartResp *)m;
+    if (!st && !r->put_id)
+        st = FX_EPROTO;
+    if (!st) {
+        *pid = *r->put_id;
+        pid->base.descriptor = &fx__put_id__descriptor;
+        pid->base.unknown_fields = NULL;
+        pid->base.n_unknown_fields = 0;
+    }
+    msg_free(m);
+    return st;
+}
