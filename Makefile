@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-ssd fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-ssd fuzz clean
 
 all: build
 
@@ -34,8 +34,18 @@ tsan-test: deps
 	@cmake --build build-tsan -j $(JOBS)
 	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest $(CTEST_FLAGS) -R ssd
 
+# fx_bench_cluster starts two owners of FX_BENCH_SEGMENT_MIB (default 1024) each: huge
+# pages are reserved for both first (root only; never lowers the reservation).
+BENCH_CLUSTER = ./scripts/hugepages.sh $$(( 2 * $${FX_BENCH_SEGMENT_MIB:-1024} * 1048576 )) && \
+	$(BUILD)/bench/fx_bench_cluster
+
 bench: build
 	@$(BUILD)/bench/fx_bench_micro
+	@$(BENCH_CLUSTER)
+
+# Owner-to-owner pulls and pushes against one loopback TCP stream (docs/benchmarks.md).
+bench-cluster: build
+	@$(BENCH_CLUSTER)
 
 bench-ssd: build
 	@./scripts/bench_ssd.sh $(BUILD)
