@@ -42,6 +42,22 @@ static replica *live_memory_replica(master *m, route *r, uint32_t node_id)
     return NULL;
 }
 
+/* A live SSD copy of r: the requester's own first (local refill), else any. */
+static replica *ssd_replica(master *m, route *r, uint32_t requester)
+{
+    replica *any = NULL;
+    for (size_t i = 0; i < r->n_replicas; i++) {
+        replica *rep = &r->replicas[i];
+        if (!rep->has_ssd || !master_tomb_live(m, rep->node_id, rep->tomb_tag))
+            continue;
+        if (rep->node_id == requester)
+            return rep;
+        if (!any)
+            any = rep;
+    }
+    return any;
+}
+
 /* A random live memory replica of r on another owner than `not_node`. */
 static replica *remote_memory_replica(master *m, route *r, uint32_t not_node)
 {
@@ -67,17 +83,26 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     }
     replica *src = live_memory_replica(m, r, mb->node_id);
     int mode = FX__GET_MODE__REUSE_REPLICA;
+    int source_kind = GET_SOURCE_MEMORY;
     allocation *target = NULL;
     if (src) {
         target = allocation_ref(src->memory); /* ReuseReplica: no copy */
     } else {
         src = remote_memory_replica(m, r, mb->node_id);
+        if (!src && (src = ssd_replica(m, r, mb->node_id)))
+            source_kind = GET_SOURCE_SSD; /* memory first; SSD only without one */
         if (!src) {
             net_reply_error(c, h, FX_ENOTFOUND, "KeyNotFound: no readable replica");
             return;
         }
+        if (source_kind == GET_SOURCE_SSD && src->node_id != mb->node_id) {
+            net_reply_error(c, h, FX_ENOTSUP,
+                            "the only copy is on another owner's SSD: remote SSD refill is not "
+                            "implemented yet");
+            return;
+        }
         int err = 0;
-        target = allocation_new(mb->space, r->len, &err);
+        target = master_alloc_evicting(m, mb, r->len, &err);
         if (!target) {
             uint64_t total = range_alloc_capacity(mb->space->ra);
             net_reply_error(c, h, err == -ENOMEM ? FX_ENOMEM : FX_ENOSPC,
@@ -102,7 +127,7 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     g->src_node = src->node_id;
     g->req_node = mb->node_id;
     g->target = target;
-    if (mode != FX__GET_MODE__REUSE_REPLICA)
+    if (mode != FX__GET_MODE__REUSE_REPLICA && source_kind == GET_SOURCE_MEMORY)
         g->source = allocation_ref(src->memory); /* the replica stays while it is read */
     g->route = route_ref(r);
     g->mode = mode;
@@ -110,7 +135,7 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         r->durable_slots_used++;
         g->holds_durable_slot = true;
     }
-    g->source_kind = GET_SOURCE_MEMORY;
+    g->source_kind = source_kind;
     g->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
     HASH_ADD(hh, m->inflight_gets, get_id, sizeof g->get_id, g);
     DL_APPEND(m->inflight_get_order, g);
@@ -123,10 +148,17 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     resp.put_id = &wire;
     resp.mode = mode;
     resp.src_node_id = src->node_id;
-    resp.src_offset = src->memory->offset;
     resp.target_offset = target->offset;
     resp.len = r->len;
-    resp.source_kind = FX_SRC_MEMORY;
+    if (source_kind == GET_SOURCE_SSD) {
+        /* Local refill: the SSD copy is read straight into the target. */
+        resp.src_offset = target->offset;
+        resp.ssd_stage_len = target->capacity;
+        resp.source_kind = FX_SRC_SSD;
+    } else {
+        resp.src_offset = src->memory->offset;
+        resp.source_kind = FX_SRC_MEMORY;
+    }
     resp.src_data_addr = src_member && src_member != mb ? src_member->data_addr : "";
     net_reply(c, h, &resp.base);
 }
@@ -197,7 +229,14 @@ void master_on_get_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h
                           Fx__GetRevokeReq *req)
 {
     inflight_get *g = find_get(m, mb, req->get_id);
-    if (g)
+    if (g) {
+        /* A failed SSD read: that copy is stale (evicted or damaged behind the
+         * master's back). Clear it only for the version the get read. */
+        route *r = g->route;
+        if (req->drop_ssd_source && g->source_kind == GET_SOURCE_SSD && r->in_table &&
+            put_id_eq(r->pid, g->pid))
+            master_drop_ssd(m, r, g->src_node);
         master_inflight_get_free(m, g);
+    }
     net_reply(c, h, &((Fx__GetRevokeResp)FX__GET_REVOKE_RESP__INIT).base);
 }

@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "common/hashtable.h"
 #include "net/conn.h"
+#include "net/rpc.h"
 #include "master/allocation.h"
 #include "master/placement.h"
 #include "master/route.h"
@@ -31,8 +32,10 @@ typedef struct member {
     char data_addr[64];
     bool kv_ssd_storage;
     net_conn *conn;
+    rpc_client *rpc; /* requests the master sends to this owner (SsdReplicaPersist) */
     seg_space *space;
     uint64_t capacity;
+    uint64_t ssd_capacity, ssd_used; /* from the last heartbeat */
     uint64_t last_heartbeat_ms;
     uint64_t hits_memory, hits_ssd, misses;
     char **pending_invalidations; /* keys to send in the next batch */
@@ -153,6 +156,26 @@ void master_on_batch_delete_ack(master *m, member *mb, net_conn *c, const frame_
                                 Fx__BatchDeleteAckReq *req);
 uint64_t master_holding_add(master *m, uint32_t node_id, allocation *target);
 void master_holdings_drop_node(master *m, uint32_t node_id);
+
+/* ssd.c: the SSD tier's control plane */
+/* After PutDone answered: keeps the target alive and asks its owner to
+ * persist it (SsdReplicaPersist). Takes a new reference to target. */
+void master_ssd_persist(master *m, const char *key, size_t klen, put_id pid, uint32_t node,
+                        allocation *target);
+void master_on_ssd_commit(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                          Fx__SsdReplicaCommitReq *req);
+void master_on_ssd_evict(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                         Fx__BatchSsdReplicaEvictReq *req);
+/* Clears node's ssd copy of r (and the entry, and r from the table, when
+ * they are left empty). */
+void master_drop_ssd(master *m, route *r, uint32_t node);
+/* True when some live member has an SSD tier. */
+bool master_any_ssd(master *m);
+
+/* evict.c: memory replicas that also live on SSD make room when a segment is full */
+/* Allocates len bytes on mb, evicting the memory of SSD-backed replicas on
+ * mb that nothing else holds (oldest routes first) while it does not fit. */
+allocation *master_alloc_evicting(master *m, member *mb, uint64_t len, int *err);
 
 /* stat.c */
 void master_on_stat(master *m, net_conn *c, const frame_hdr *h);

@@ -64,6 +64,13 @@ void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Register
     mb->kv_ssd_storage = req->kv_ssd_storage;
     mb->capacity = req->segment_size;
     mb->conn = c;
+    mb->rpc = rpc_client_new(m->loop, c);
+    if (!mb->rpc) {
+        seg_space_unref(mb->space);
+        free(mb);
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return;
+    }
     mb->last_heartbeat_ms = master_now_ms(m);
     HASH_ADD(hh, m->members, node_id, sizeof mb->node_id, mb);
     net_conn_set_data(c, mb);
@@ -120,6 +127,8 @@ void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
     mb->hits_memory = req->hits_memory;
     mb->hits_ssd = req->hits_ssd;
     mb->misses = req->misses;
+    mb->ssd_capacity = req->ssd_capacity;
+    mb->ssd_used = req->ssd_used;
     Fx__HeartbeatResp resp = FX__HEARTBEAT_RESP__INIT;
     net_reply(c, h, &resp.base);
 }
@@ -157,6 +166,9 @@ void master_member_left(master *m, member *mb, const char *why)
 {
     FX_LOG(WARN, "member %u '%s' left: %s", mb->node_id, mb->name, why);
     HASH_DEL(m->members, mb);
+    rpc_client *rpc = mb->rpc;
+    mb->rpc = NULL;
+    rpc_client_free(rpc); /* pending requests to it complete with FX_ECONN */
     net_conn_set_data(mb->conn, NULL);
     net_conn_close(mb->conn);
     drop_node_replicas(m, mb->node_id);

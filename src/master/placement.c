@@ -2,8 +2,10 @@
  * placement.c - the placement policies (see placement.h).
  *
  * Candidates are the live members whose largest free range holds the value
- * (rounded up to the allocation alignment). Random choice is uniform over the
- * candidates in one pass (reservoir sampling), so no candidate list is built.
+ * (rounded up to the allocation alignment), and, when any live member has an
+ * SSD tier, only those with one (spec 000 §3: a value is placed where it can
+ * be persisted). Random choice is uniform over the candidates in one pass
+ * (reservoir sampling), so no candidate list is built.
  */
 #include "master/placement.h"
 
@@ -18,13 +20,21 @@ bool placement_has_room(const member *mb, uint64_t len)
     return need >= len && range_alloc_largest_free(mb->space->ra) >= need;
 }
 
-/* Uniform choice among the live members with room, skipping `skip` (may be NULL). */
+/* A member that may receive a value at all (the SSD rule). */
+static bool eligible(master *m, const member *mb)
+{
+    return mb->kv_ssd_storage || !master_any_ssd(m);
+}
+
+/* Uniform choice among the eligible live members with room, skipping `skip`
+ * (may be NULL). */
 static member *random_with_room(master *m, const member *skip, uint64_t len)
 {
     member *pick = NULL, *mb, *tmp;
     unsigned seen = 0;
+    bool ssd_only = master_any_ssd(m);
     HASH_ITER(hh, m->members, mb, tmp) {
-        if (mb == skip || !placement_has_room(mb, len))
+        if (mb == skip || (ssd_only && !mb->kv_ssd_storage) || !placement_has_room(mb, len))
             continue;
         if ((unsigned)random() % ++seen == 0)
             pick = mb;
@@ -40,7 +50,7 @@ static member *choose_random(master *m, member *requester, uint64_t len)
 
 static member *choose_local(master *m, member *requester, uint64_t len)
 {
-    if (placement_has_room(requester, len))
+    if (eligible(m, requester) && placement_has_room(requester, len))
         return requester;
     return random_with_room(m, requester, len);
 }
@@ -50,7 +60,7 @@ static member *choose_remote(master *m, member *requester, uint64_t len)
     member *other = random_with_room(m, requester, len);
     if (other)
         return other;
-    return placement_has_room(requester, len) ? requester : NULL;
+    return eligible(m, requester) && placement_has_room(requester, len) ? requester : NULL;
 }
 
 static const placement_policy policies[] = {
@@ -58,6 +68,17 @@ static const placement_policy policies[] = {
     [PLACEMENT_LOCAL] = {"local", choose_local},
     [PLACEMENT_REMOTE] = {"remote", choose_remote},
 };
+
+member *placement_fallback(master *m, member *requester)
+{
+    if (eligible(m, requester))
+        return requester;
+    member *mb, *tmp;
+    HASH_ITER(hh, m->members, mb, tmp)
+        if (eligible(m, mb))
+            return mb;
+    return NULL;
+}
 
 const placement_policy *placement_policy_for(int kind)
 {

@@ -28,6 +28,10 @@ typedef struct placement_policy {
 /* The policy for a config's `placement` value (enum placement_policy_kind). */
 const placement_policy *placement_policy_for(int kind);
 
+/* Where to try making room when no owner has it now: the requester when it
+ * may receive values, else the first member that may (SSD rule). */
+struct member *placement_fallback(struct master *m, struct member *requester);
+
 /* True when mb's allocator has one free range that holds len bytes. */
 bool placement_has_room(const struct member *mb, uint64_t len);
 

@@ -119,19 +119,18 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
      * a staging (source) range on the requester's owner for the external to
      * write into before the push. */
     member *target = m->placement->choose(m, mb, req->len);
-    if (!target) {
-        /* Report the requester's own figures: that is where the value was offered. */
-        reply_no_space(c, h, mb, req->len, -ENOSPC, "no owner has room");
+    if (!target && !(target = placement_fallback(m, mb))) {
+        reply_no_space(c, h, mb, req->len, -ENOSPC, "no owner may take it");
         return;
     }
     int err = 0;
-    allocation *a = allocation_new(target->space, req->len, &err);
+    allocation *a = master_alloc_evicting(m, target, req->len, &err);
     if (!a) {
         reply_no_space(c, h, target, req->len, err, "target");
         return;
     }
     allocation *src = NULL;
-    if (target != mb && !(src = allocation_new(mb->space, req->len, &err))) {
+    if (target != mb && !(src = master_alloc_evicting(m, mb, req->len, &err))) {
         allocation_unref(a);
         reply_no_space(c, h, mb, req->len, err, "staging");
         return;
@@ -156,7 +155,8 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     p->source = src;
     p->target_node = target->node_id;
     p->target_tomb = target->tomb_tag;
-    p->persist_to_ssd = false;
+    /* Decided here, from the live members; PutDone does not re-decide. */
+    p->persist_to_ssd = target->kv_ssd_storage;
     p->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
     HASH_ADD_KEYPTR(hh, m->inflight_puts, p->hkey, p->hklen, p);
     DL_APPEND(m->inflight_put_order, p);
@@ -195,10 +195,14 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
+    allocation *target_alloc = p->target;
     p->target = NULL; /* moved into the route */
-    master_inflight_put_free(m, p);
+    bool persist = p->persist_to_ssd;
     route *old = route_table_replace(&m->routes, r);
     net_reply(c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
+    if (persist) /* after the answer: the public put does not wait for the SSD */
+        master_ssd_persist(m, r->key, r->klen, r->pid, target->node_id, target_alloc);
+    master_inflight_put_free(m, p);
     if (old) {
         master_invalidate_route(m, old);
         route_unref(old);

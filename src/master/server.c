@@ -31,6 +31,12 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     master *m = the_master;
     member *mb = net_conn_data(c);
     if (h->flags & FRAME_RESPONSE) {
+        if (mb && mb->rpc && rpc_on_response(mb->rpc, h, msg))
+            return;
+        if (mb && mb->rpc) {
+            FX_LOG(DEBUG, "%s: late %s response ignored", net_conn_peer(c), msg_name(h->type));
+            return;
+        }
         FX_LOG(WARN, "%s: unexpected %s response; closing", net_conn_peer(c), msg_name(h->type));
         net_conn_close(c);
         return;
@@ -73,6 +79,12 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     case MSG_STAT:
         master_on_stat(m, c, h);
+        break;
+    case MSG_SSD_REPLICA_COMMIT:
+        master_on_ssd_commit(m, mb, c, h, (Fx__SsdReplicaCommitReq *)msg);
+        break;
+    case MSG_BATCH_SSD_REPLICA_EVICT:
+        master_on_ssd_evict(m, mb, c, h, (Fx__BatchSsdReplicaEvictReq *)msg);
         break;
     case MSG_ROUTE_INFO:
         master_on_route_info(m, c, h, (Fx__RouteInfoReq *)msg);

@@ -74,6 +74,8 @@ void master_on_stat(master *m, net_conn *c, const frame_hdr *h)
         s->hits_memory = mb->hits_memory;
         s->hits_ssd = mb->hits_ssd;
         s->misses = mb->misses;
+        s->ssd_capacity = mb->ssd_capacity;
+        s->ssd_used = mb->ssd_used;
         ptrs[i] = s;
         i++;
     }
