@@ -31,7 +31,7 @@ void master_on_delete(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx
     route_unref(r);
 }
 
-static void queue_invalidation(member *mb, const char *key, size_t klen)
+void master_queue_invalidation(member *mb, const char *key, size_t klen)
 {
     if (mb->n_pending_inval == mb->cap_pending_inval) {
         size_t cap = mb->cap_pending_inval ? mb->cap_pending_inval * 2 : 16;
@@ -57,7 +57,7 @@ void master_invalidate_route(master *m, route *old)
     for (size_t i = 0; i < old->n_cached_by; i++) {
         member *mb = master_member(m, old->cached_by[i]);
         if (mb)
-            queue_invalidation(mb, old->key, old->klen);
+            master_queue_invalidation(mb, old->key, old->klen);
     }
 }
 

@@ -103,6 +103,9 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         }
         int err = 0;
         target = master_alloc_evicting(m, mb, r->len, &err);
+        if (!target && err == -ENOSPC && r->len <= mb->capacity &&
+            master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base))
+            return;
         if (!target) {
             uint64_t total = range_alloc_capacity(mb->space->ra);
             net_reply_error(c, h, err == -ENOMEM ? FX_ENOMEM : FX_ENOSPC,

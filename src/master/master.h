@@ -87,6 +87,8 @@ typedef struct holding {
     UT_hash_handle hh;
 } holding;
 
+typedef struct alloc_waiter alloc_waiter;
+
 typedef struct master {
     uv_loop_t *loop;
     master_config cfg;
@@ -106,6 +108,10 @@ typedef struct master {
     uint8_t data_token[MASTER_DATA_TOKEN_LEN]; /* handed to members at Register */
     const placement_policy *placement;
     bool stopping;
+    alloc_waiter *alloc_waiters;   /* alloc_wait.c: requests waiting for room */
+    alloc_waiter *alloc_replaying; /* the waiter being replayed, if any */
+    bool alloc_requeued;
+    uv_timer_t alloc_timer;
     uv_timer_t sweep_timer;
     uv_check_t flush_check;
     void *http; /* http.c state, NULL when disabled */
@@ -176,6 +182,17 @@ bool master_any_ssd(master *m);
 /* Allocates len bytes on mb, evicting the memory of SSD-backed replicas on
  * mb that nothing else holds (oldest routes first) while it does not fit. */
 allocation *master_alloc_evicting(master *m, member *mb, uint64_t len, int *err);
+
+/* alloc_wait.c */
+/* A PutStart / GetStart (type) found no room: queues it for a replay in 2 ms
+ * and returns true, or returns false when it has waited its 5 s (the caller
+ * then answers NoSpace). */
+bool master_alloc_defer(master *m, member *mb, net_conn *c, const frame_hdr *h, uint16_t type,
+                        const ProtobufCMessage *req);
+void master_alloc_wait_init(master *m);
+void master_alloc_wait_close(master *m);
+/* Queues an invalidation of key for one owner (delete.c). */
+void master_queue_invalidation(member *mb, const char *key, size_t klen);
 
 /* stat.c */
 void master_on_stat(master *m, net_conn *c, const frame_hdr *h);

@@ -126,12 +126,18 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     int err = 0;
     allocation *a = master_alloc_evicting(m, target, req->len, &err);
     if (!a) {
+        if (err == -ENOSPC && req->len <= target->capacity &&
+            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base))
+            return;
         reply_no_space(c, h, target, req->len, err, "target");
         return;
     }
     allocation *src = NULL;
     if (target != mb && !(src = master_alloc_evicting(m, mb, req->len, &err))) {
         allocation_unref(a);
+        if (err == -ENOSPC && req->len <= mb->capacity &&
+            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base))
+            return;
         reply_no_space(c, h, mb, req->len, err, "staging");
         return;
     }

@@ -177,6 +177,7 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     uv_timer_init(loop, &m->sweep_timer);
     m->sweep_timer.data = m;
     uv_timer_start(&m->sweep_timer, on_sweep, 100, 100);
+    master_alloc_wait_init(m);
     uv_check_init(loop, &m->flush_check);
     m->flush_check.data = m;
     uv_check_start(&m->flush_check, on_check);
@@ -192,6 +193,7 @@ void master_stop(master *m)
     net_listener_close(m->listener); /* closes every connection: members leave */
     uv_timer_stop(&m->sweep_timer);
     uv_close((uv_handle_t *)&m->sweep_timer, NULL);
+    master_alloc_wait_close(m);
     uv_check_stop(&m->flush_check);
     uv_close((uv_handle_t *)&m->flush_check, NULL);
 }

@@ -1,0 +1,124 @@
+/*
+ * alloc_wait.c - bounded waiting for room (spec 000 §4.1, steps 3-4).
+ *
+ * A PutStart or GetStart whose ranges do not fit even after eviction is not
+ * answered NoSpace at once: it waits while routes are deleted, owner caches
+ * drop evicted replicas and holders are released, and is replayed every
+ * ALLOC_RETRY_MS. Only after ALLOC_WAIT_MS does it get NoSpace (with the
+ * owner's total and free bytes). Waiting never raises an owner's capacity.
+ * A waiter whose requester left is dropped (its connection is gone).
+ */
+#include "master/master.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#define ALLOC_RETRY_MS 2u
+#define ALLOC_WAIT_MS 5000u
+
+struct alloc_waiter {
+    uint16_t type;
+    uint32_t node_id;
+    uint64_t tomb_tag;
+    net_conn *conn; /* referenced */
+    frame_hdr hdr;
+    uint8_t *body;
+    size_t len;
+    uint64_t deadline_ms;
+    struct alloc_waiter *prev, *next;
+};
+
+static void waiter_free(alloc_waiter *w)
+{
+    net_conn_unref(w->conn);
+    free(w->body);
+    free(w);
+}
+
+static void on_retry(uv_timer_t *t);
+
+bool master_alloc_defer(master *m, member *mb, net_conn *c, const frame_hdr *h, uint16_t type,
+                        const ProtobufCMessage *req)
+{
+    uint64_t now = master_now_ms(m);
+    alloc_waiter *w = m->alloc_replaying;
+    if (w) { /* a replay that still does not fit */
+        if (now >= w->deadline_ms)
+            return false;
+        m->alloc_requeued = true;
+        DL_APPEND(m->alloc_waiters, w);
+    } else {
+        w = calloc(1, sizeof *w);
+        size_t len = protobuf_c_message_get_packed_size(req);
+        if (w)
+            w->body = malloc(len ? len : 1);
+        if (!w || !w->body) {
+            free(w);
+            return false;
+        }
+        protobuf_c_message_pack(req, w->body);
+        w->len = len;
+        w->type = type;
+        w->node_id = mb->node_id;
+        w->tomb_tag = mb->tomb_tag;
+        w->conn = c;
+        net_conn_ref(c);
+        w->hdr = *h;
+        w->deadline_ms = now + ALLOC_WAIT_MS;
+        DL_APPEND(m->alloc_waiters, w);
+    }
+    if (!uv_is_active((uv_handle_t *)&m->alloc_timer))
+        uv_timer_start(&m->alloc_timer, on_retry, ALLOC_RETRY_MS, 0);
+    return true;
+}
+
+/* Replays every waiter once, oldest first. */
+static void on_retry(uv_timer_t *t)
+{
+    master *m = t->data;
+    alloc_waiter *batch = m->alloc_waiters;
+    m->alloc_waiters = NULL;
+    while (batch) {
+        alloc_waiter *w = batch;
+        DL_DELETE(batch, w);
+        member *mb = master_member(m, w->node_id);
+        ProtobufCMessage *req = NULL;
+        if (mb && mb->tomb_tag == w->tomb_tag && net_conn_is_open(w->conn))
+            req = msg_decode(w->type, false, w->body, w->len);
+        if (!req) {
+            waiter_free(w);
+            continue;
+        }
+        m->alloc_replaying = w;
+        m->alloc_requeued = false;
+        if (w->type == MSG_PUT_START)
+            master_on_put_start(m, mb, w->conn, &w->hdr, (Fx__PutStartReq *)req);
+        else
+            master_on_get_start(m, mb, w->conn, &w->hdr, (Fx__GetStartReq *)req);
+        m->alloc_replaying = NULL;
+        msg_free(req);
+        if (!m->alloc_requeued)
+            waiter_free(w);
+    }
+    if (m->alloc_waiters)
+        uv_timer_start(&m->alloc_timer, on_retry, ALLOC_RETRY_MS, 0);
+}
+
+void master_alloc_wait_init(master *m)
+{
+    uv_timer_init(m->loop, &m->alloc_timer);
+    m->alloc_timer.data = m;
+}
+
+void master_alloc_wait_close(master *m)
+{
+    while (m->alloc_waiters) {
+        alloc_waiter *w = m->alloc_waiters;
+        DL_DELETE(m->alloc_waiters, w);
+        waiter_free(w);
+    }
+    uv_timer_stop(&m->alloc_timer);
+    uv_close((uv_handle_t *)&m->alloc_timer, NULL);
+}
