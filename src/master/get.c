@@ -19,10 +19,22 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "common/memdup.h"
 #include "fluxon/fluxon.h"
+
+static master *the_master_for_stage; /* rpc callbacks carry the get id only */
+static void start_stage_read(master *m, member *req, member *ssd_owner, inflight_get *g,
+                             net_conn *c, const frame_hdr *h);
 
 void master_inflight_get_free(master *m, inflight_get *g)
 {
+    if (g->stage_reply) { /* a remote refill that never completed */
+        if (net_conn_is_open(g->stage_reply))
+            net_reply_error(g->stage_reply, &g->stage_hdr, FX_ECONN,
+                            "the SSD owner's stage read did not complete (owner left or expired)");
+        net_conn_unref(g->stage_reply);
+        g->stage_reply = NULL;
+    }
     if (g->holds_durable_slot && g->route->durable_slots_used)
         g->route->durable_slots_used--;
     HASH_DEL(m->inflight_gets, g);
@@ -95,12 +107,6 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
             net_reply_error(c, h, FX_ENOTFOUND, "KeyNotFound: no readable replica");
             return;
         }
-        if (source_kind == GET_SOURCE_SSD && src->node_id != mb->node_id) {
-            net_reply_error(c, h, FX_ENOTSUP,
-                            "the only copy is on another owner's SSD: remote SSD refill is not "
-                            "implemented yet");
-            return;
-        }
         int err = 0;
         target = master_alloc_evicting(m, mb, r->len, &err);
         if (!target && err == -ENOSPC && r->len <= mb->capacity &&
@@ -119,6 +125,22 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
                                                              : FX__GET_MODE__TEMPORARY;
     }
     member *src_member = master_member(m, src->node_id);
+    allocation *stage = NULL;
+    if (source_kind == GET_SOURCE_SSD && src->node_id != mb->node_id) {
+        /* Remote refill: an aligned staging range on the SSD owner. */
+        int err = 0;
+        uint64_t stage_len = (r->len + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN;
+        if (!src_member || !src_member->rpc ||
+            !(stage = master_alloc_evicting(m, src_member, stage_len ? stage_len : 1, &err))) {
+            allocation_unref(target);
+            if (src_member && err == -ENOSPC && stage_len <= src_member->capacity &&
+                master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base))
+                return;
+            net_reply_error(c, h, FX_ENOSPC, "no room for a %llu-byte SSD staging range on owner %u",
+                            (unsigned long long)stage_len, src->node_id);
+            return;
+        }
+    }
     inflight_get *g = calloc(1, sizeof *g);
     if (!g) {
         allocation_unref(target);
@@ -132,6 +154,9 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     g->target = target;
     if (mode != FX__GET_MODE__REUSE_REPLICA && source_kind == GET_SOURCE_MEMORY)
         g->source = allocation_ref(src->memory); /* the replica stays while it is read */
+    if (stage)
+        g->source = stage; /* the staging range stays while the SSD owner uses it */
+    g->attempt = m->get_attempt ? m->get_attempt : 1;
     g->route = route_ref(r);
     g->mode = mode;
     if (mode == FX__GET_MODE__DURABLE_REPLICA) {
@@ -143,6 +168,10 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     HASH_ADD(hh, m->inflight_gets, get_id, sizeof g->get_id, g);
     DL_APPEND(m->inflight_get_order, g);
 
+    if (stage) {
+        start_stage_read(m, mb, src_member, g, c, h);
+        return;
+    }
     Fx__GetStartResp resp = FX__GET_START_RESP__INIT;
     Fx__PutId wire = FX__PUT_ID__INIT;
     wire.time_ms = r->pid.time_ms;
@@ -195,21 +224,17 @@ static bool promote(master *m, member *mb, inflight_get *g)
     return true;
 }
 
-void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__GetDoneReq *req)
+/* GetDone's work for requester mb: the target into get_holding, durable
+ * promotion, cacheability. Frees g. Returns the holder id (0: out of memory). */
+static uint64_t complete_get(master *m, member *mb, inflight_get *g, int *mode_out,
+                             bool *cacheable_out)
 {
-    inflight_get *g = find_get(m, mb, req->get_id);
-    if (!g) {
-        net_reply_error(c, h, FX_ESTALE, "no in-flight get %llu (expired?)",
-                        (unsigned long long)req->get_id);
-        return;
-    }
     route *r = g->route;
     bool current = r->in_table && put_id_eq(r->pid, g->pid);
     uint64_t holder_id = master_holding_add(m, mb->node_id, g->target);
     if (!holder_id) {
         master_inflight_get_free(m, g);
-        net_reply_error(c, h, FX_ENOMEM, "out of memory");
-        return;
+        return 0;
     }
     int mode = g->mode;
     if (mode == FX__GET_MODE__DURABLE_REPLICA && !promote(m, mb, g))
@@ -220,12 +245,127 @@ void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
     bool cacheable = current && mode != FX__GET_MODE__TEMPORARY;
     if (cacheable)
         route_note_cached_by(r, mb->node_id);
+    master_inflight_get_free(m, g);
+    *mode_out = mode;
+    *cacheable_out = cacheable;
+    return holder_id;
+}
+
+void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__GetDoneReq *req)
+{
+    inflight_get *g = find_get(m, mb, req->get_id);
+    if (!g || g->stage_reply) {
+        net_reply_error(c, h, FX_ESTALE, "no in-flight get %llu (expired?)",
+                        (unsigned long long)req->get_id);
+        return;
+    }
+    int mode;
+    bool cacheable;
+    uint64_t holder_id = complete_get(m, mb, g, &mode, &cacheable);
+    if (!holder_id) {
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return;
+    }
     Fx__GetDoneResp resp = FX__GET_DONE_RESP__INIT;
     resp.holder_id = holder_id;
     resp.mode = mode;
     resp.cacheable = cacheable;
-    master_inflight_get_free(m, g);
     net_reply(c, h, &resp.base);
+}
+
+/* ---- remote SSD refill ----------------------------------------------------- */
+
+#define STAGE_TIMEOUT_MS 30000u
+#define GET_ATTEMPTS 3
+
+static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    master *m = the_master_for_stage;
+    uint64_t get_id = (uint64_t)(uintptr_t)ud;
+    inflight_get *g;
+    HASH_FIND(hh, m->inflight_gets, &get_id, sizeof get_id, g);
+    if (!g || !g->stage_reply)
+        return; /* expired or its requester left: already answered */
+    net_conn *c = g->stage_reply;
+    frame_hdr h = g->stage_hdr;
+    g->stage_reply = NULL; /* answered here */
+    member *req = master_member(m, g->req_node);
+    int st = status ? status : msg_status(msg);
+    if (!st && req) {
+        Fx__GetStartResp resp = FX__GET_START_RESP__INIT;
+        Fx__PutId wire = FX__PUT_ID__INIT;
+        wire.time_ms = g->pid.time_ms;
+        wire.version = g->pid.version;
+        resp.get_id = g->get_id;
+        resp.put_id = &wire;
+        resp.mode = g->mode;
+        resp.src_node_id = g->src_node;
+        resp.target_offset = g->target->offset;
+        resp.len = g->route->len;
+        resp.source_kind = FX_SRC_SSD;
+        int mode;
+        bool cacheable;
+        uint64_t holder_id = complete_get(m, req, g, &mode, &cacheable);
+        if (holder_id) {
+            resp.done = true;
+            resp.done_holder_id = holder_id;
+            resp.done_cacheable = cacheable;
+            resp.done_mode = mode;
+            net_reply(c, &h, &resp.base);
+        } else {
+            net_reply_error(c, &h, FX_ENOMEM, "out of memory");
+        }
+        net_conn_unref(c);
+        return;
+    }
+    /* The SSD copy could not be read: it is stale. Clear it for this version,
+     * then choose again (at most GET_ATTEMPTS rounds). */
+    FX_LOG(INFO, "remote SSD refill from node %u failed: %s", g->src_node,
+           status ? fx_strerror(status) : msg_detail(msg));
+    route *r = g->route;
+    if (r->in_table && put_id_eq(r->pid, g->pid))
+        master_drop_ssd(m, r, g->src_node);
+    int attempt = g->attempt;
+    char *key = fx_memdup(r->key, r->klen);
+    size_t klen = r->klen;
+    master_inflight_get_free(m, g);
+    if (req && key && attempt < GET_ATTEMPTS && net_conn_is_open(c)) {
+        Fx__GetStartReq again = FX__GET_START_REQ__INIT;
+        again.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
+        m->get_attempt = attempt + 1;
+        master_on_get_start(m, req, c, &h, &again);
+        m->get_attempt = 0;
+    } else if (net_conn_is_open(c)) {
+        net_reply_error(c, &h, st ? st : FX_ECONN, "get: the SSD copy could not be read %d times",
+                        attempt);
+    }
+    free(key);
+    net_conn_unref(c);
+}
+
+static void start_stage_read(master *m, member *req, member *ssd_owner, inflight_get *g,
+                             net_conn *c, const frame_hdr *h)
+{
+    the_master_for_stage = m;
+    g->stage_reply = c;
+    net_conn_ref(c);
+    g->stage_hdr = *h;
+    Fx__SsdStageReadReq sr = FX__SSD_STAGE_READ_REQ__INIT;
+    Fx__PutId wire = FX__PUT_ID__INIT;
+    wire.time_ms = g->pid.time_ms;
+    wire.version = g->pid.version;
+    sr.key = (ProtobufCBinaryData){.len = g->route->klen, .data = (uint8_t *)g->route->key};
+    sr.put_id = &wire;
+    sr.get_id = g->get_id;
+    sr.stage_offset = g->source->offset;
+    sr.stage_len = g->source->capacity;
+    sr.target_node_id = req->node_id;
+    sr.target_data_addr = req->data_addr;
+    sr.target_offset = g->target->offset;
+    sr.len = g->route->len;
+    if (rpc_call(ssd_owner->rpc, MSG_SSD_STAGE_READ, &sr.base, STAGE_TIMEOUT_MS, on_stage_resp,
+                 (void *)(uintptr_t)g->get_id) < 0)
+        on_stage_resp(FX_ECONN, NULL, (void *)(uintptr_t)g->get_id);
 }
 
 void master_on_get_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,

@@ -76,6 +76,11 @@ typedef struct inflight_get {
     bool holds_durable_slot; /* released when the entry goes */
     int source_kind;
     uint64_t deadline_ms;
+    /* Remote SSD refill: the requester's GetStart is answered when the SSD
+     * owner's stage read completes (or fails). */
+    net_conn *stage_reply; /* referenced; NULL otherwise */
+    frame_hdr stage_hdr;
+    int attempt; /* GetStart rounds of this request so far */
     UT_hash_handle hh;
     struct inflight_get *prev, *next;
 } inflight_get;
@@ -111,6 +116,7 @@ typedef struct master {
     alloc_waiter *alloc_waiters;   /* alloc_wait.c: requests waiting for room */
     alloc_waiter *alloc_replaying; /* the waiter being replayed, if any */
     bool alloc_requeued;
+    int get_attempt; /* get.c: set while a failed remote refill re-runs GetStart */
     uv_timer_t alloc_timer;
     uv_timer_t sweep_timer;
     uv_check_t flush_check;

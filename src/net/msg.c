@@ -35,6 +35,7 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     ENTRY(MSG_SSD_REPLICA_PERSIST, "SsdReplicaPersist", ssd_replica_persist),
     ENTRY(MSG_SSD_REPLICA_COMMIT, "SsdReplicaCommit", ssd_replica_commit),
     ENTRY(MSG_BATCH_SSD_REPLICA_EVICT, "BatchSsdReplicaEvict", batch_ssd_replica_evict),
+    ENTRY(MSG_SSD_STAGE_READ, "SsdStageRead", ssd_stage_read),
     ENTRY(MSG_EXT_HELLO, "ExternalHello", external_hello),
     ENTRY(MSG_EXT_PUT_START, "ExternalPutStart", external_put_start),
     ENTRY(MSG_EXT_PUT_TRANSFER_END, "ExternalPutTransferEnd", external_put_transfer_end),
