@@ -4,6 +4,8 @@
  *
  *   DIR/master.pid  master.addr  master.log
  *   DIR/owner<i>.pid  owner<i>.yaml  owner<i>.log  owner<i>.sock   (i = 0..N-1)
+ *   DIR/ssd<i>/      owner i's SSD tier, with --ssd SIZE (large_file_paths:
+ *                    [DIR/ssd<i>], large_limit_size: [SIZE])
  *
  * Pid files name the running daemons; master.addr is the master's
  * "HOST:PORT\n", written by the master once it listens; logs stay after
@@ -16,7 +18,9 @@
  * anything fails on the way it stops everything it started and shows the
  * failing daemon's log. down stops the daemons named by
  * the pid files, owners first so that none reports to a master that is already
- * gone, and removes the runtime files.
+ * gone, and removes the runtime files and the SSD tiers' files (an owner
+ * truncates its shards at start, so nothing in them outlives the cluster
+ * anyway; removing them gives the disk space back).
  */
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -126,6 +130,43 @@ static void remove_matching(const char *dir, const char *prefix, const char *suf
         cluster_names_free(names, (size_t)n);
 }
 
+/* Removes the SSD tier files an owner of this cluster created under
+ * DIR/ssd<i>: <cluster>_cluster_kv_ssd_storage/<instance>/{lock,shard-NNN},
+ * then the directories, each only when it is empty (nothing else is
+ * touched). */
+static void remove_ssd_dirs(const char *dir)
+{
+    char *ssds[CLUSTER_MAX_OWNERS], *inst[CLUSTER_MAX_OWNERS], *files[CLUSTER_MAX_OWNERS];
+    char base[PATH_MAX], root[PATH_MAX], idir[PATH_MAX], path[PATH_MAX];
+    int n = cluster_list(dir, "ssd", "", ssds, CLUSTER_MAX_OWNERS);
+    for (int i = 0; i < n; i++) {
+        if (strspn(ssds[i] + 3, "0123456789") != strlen(ssds[i] + 3) || !ssds[i][3] ||
+            cluster_path(base, sizeof base, dir, ssds[i]) != 0 ||
+            cluster_path(root, sizeof root, base, CLUSTER_NAME "_cluster_kv_ssd_storage") != 0)
+            continue;
+        int m = cluster_list(root, "", "", inst, CLUSTER_MAX_OWNERS);
+        for (int j = 0; j < m; j++) {
+            if (inst[j][0] == '.' || cluster_path(idir, sizeof idir, root, inst[j]) != 0)
+                continue;
+            int k = cluster_list(idir, "shard-", "", files, CLUSTER_MAX_OWNERS);
+            for (int f = 0; f < k; f++)
+                if (cluster_path(path, sizeof path, idir, files[f]) == 0)
+                    unlink(path);
+            if (k > 0)
+                cluster_names_free(files, (size_t)k);
+            if (cluster_path(path, sizeof path, idir, "lock") == 0)
+                unlink(path);
+            rmdir(idir);
+        }
+        if (m > 0)
+            cluster_names_free(inst, (size_t)m);
+        rmdir(root);
+        rmdir(base);
+    }
+    if (n > 0)
+        cluster_names_free(ssds, (size_t)n);
+}
+
 /* The pid in DIR/NAME when it names a running Fluxon daemon, else 0. */
 static pid_t live_daemon(const char *dir, const char *name)
 {
@@ -147,6 +188,7 @@ struct up_owner {
     char yaml[PATH_MAX];
     char log[PATH_MAX];
     char sock[PATH_MAX];
+    char ssd[PATH_MAX]; /* DIR/ssd<i>, its SSD tier's path (with --ssd) */
 };
 
 /* What `up` has started so far, so that a failure can undo it. */
@@ -158,6 +200,7 @@ struct up_run {
     char master_log[PATH_MAX];
     struct up_owner *owners; /* n_owners entries; pid 0 until started */
     size_t n_owners;
+    uint64_t ssd; /* each owner's SSD tier in bytes, 0 for none */
 };
 
 static volatile sig_atomic_t up_signal;
@@ -210,6 +253,8 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
         unlink(run->owners[i].pid_path);
         unlink(run->owners[i].sock);
     }
+    if (run->ssd)
+        remove_ssd_dirs(run->dir);
     static const char *const files[] = {"master.pid", "master.addr"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         if (cluster_path(path, sizeof path, run->dir, files[i]) == 0)
@@ -297,8 +342,10 @@ static void yaml_scalar(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* ssd_dir NULL: no SSD tier. */
 static int write_owner_yaml(const char *path, const char *master, const char *node,
-                            uint64_t memory_size, const char *socket)
+                            uint64_t memory_size, const char *socket, const char *ssd_dir,
+                            uint64_t ssd_size)
 {
     char *text = NULL;
     size_t len = 0;
@@ -313,6 +360,11 @@ static int write_owner_yaml(const char *path, const char *master, const char *no
     fprintf(f, "\nfluxonkv_spec:\n  memory_size: %" PRIu64 "\n  client_socket: ", memory_size);
     yaml_scalar(f, socket);
     fputc('\n', f);
+    if (ssd_dir) {
+        fputs("  large_file_paths: [", f);
+        yaml_scalar(f, ssd_dir);
+        fprintf(f, "]\n  large_limit_size: [%" PRIu64 "]\n", ssd_size);
+    }
     if (fclose(f) != 0) {
         free(text);
         return -ENOMEM;
@@ -488,7 +540,8 @@ static int up_paths(struct up_run *run)
         if (owner_path(o->pid_path, sizeof o->pid_path, dir, i, "pid") ||
             owner_path(o->yaml, sizeof o->yaml, dir, i, "yaml") ||
             owner_path(o->log, sizeof o->log, dir, i, "log") ||
-            owner_path(o->sock, sizeof o->sock, dir, i, "sock")) {
+            owner_path(o->sock, sizeof o->sock, dir, i, "sock") ||
+            (size_t)snprintf(o->ssd, sizeof o->ssd, "%s/ssd%zu", dir, i) >= sizeof o->ssd) {
             fprintf(stderr, "fluxon up: %s: path too long\n", dir);
             return CLI_FAIL;
         }
@@ -557,7 +610,10 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
         struct up_owner *o = &run->owners[i];
         if (up_signal)
             return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
-        if ((rc = write_owner_yaml(o->yaml, addr, o->name, dram, o->sock)) != 0)
+        if (run->ssd && (rc = fio_mkdir_p(o->ssd, 0700)) != 0)
+            return up_fail(run, NULL, "cannot create %s: %s", o->ssd, strerror(-rc));
+        if ((rc = write_owner_yaml(o->yaml, addr, o->name, dram, o->sock,
+                                   run->ssd ? o->ssd : NULL, run->ssd)) != 0)
             return up_fail(run, NULL, "cannot write %s: %s", o->yaml, strerror(-rc));
         char *owner_argv[] = {owner_bin, "--config", o->yaml, NULL};
         if ((rc = proc_spawn(owner_argv, o->log, &o->pid)) != 0)
@@ -605,10 +661,11 @@ int cli_up(int argc, char **argv)
         if (owners > UP_MAX_OWNERS)
             return usage_error("--owners %ld is more than %d", owners, UP_MAX_OWNERS);
     }
-    if (ssd_opt) {
-        fprintf(stderr, "fluxon up: --ssd is not implemented yet\n");
-        return CLI_USAGE;
-    }
+    uint64_t ssd = 0;
+    if (ssd_opt && (size_parse(ssd_opt, &ssd) != 0 || ssd < 512))
+        return usage_error("invalid --ssd '%s' (expected a size of at least 512 bytes, such as "
+                           "256MB or 4GB)",
+                           ssd_opt);
     uint64_t dram = GIB;
     if (dram_opt && (size_parse(dram_opt, &dram) != 0 || dram == 0))
         return usage_error("invalid --dram '%s' (expected a size such as 512MB or 2GB)",
@@ -631,7 +688,7 @@ int cli_up(int argc, char **argv)
     if ((rc = prepare_dir(dir_opt ? dir_opt : default_dir, !dir_opt, dir, sizeof dir)) != 0)
         return rc;
 
-    struct up_run run = {.dir = dir, .n_owners = (size_t)owners};
+    struct up_run run = {.dir = dir, .n_owners = (size_t)owners, .ssd = ssd};
     run.owners = calloc(run.n_owners, sizeof *run.owners);
     if (!run.owners) {
         fprintf(stderr, "fluxon up: %s\n", strerror(ENOMEM));
@@ -716,6 +773,7 @@ int cli_down(int argc, char **argv)
     remove_matching(dir, "owner", ".sock");
     remove_matching(dir, "owner", ".yaml");
     remove_matching(dir, "owner", ".tmp");
+    remove_ssd_dirs(dir);
     remove_matching(dir, "master", ".tmp");
     if (cluster_path(path, sizeof path, dir, "master.addr") == 0)
         unlink(path);

@@ -7,11 +7,18 @@
  * to the master (later gets of the same key wait on it): GetStart returns a
  * plan; ReuseReplica needs no copy; DurableReplica and Temporary targets are
  * filled by pulling the source replica's bytes from its owner over the data
- * plane. GetDone then turns the target into a holder (and, for a durable get,
- * a replica of the route). A failed pull sends GetRevoke and runs GetStart
- * again, at most GET_ATTEMPTS times in all; a half-written target is never
- * handed to an external. Every range of a plan is checked against this
- * segment first.
+ * plane. A plan whose source is the SSD copy on this owner (local refill,
+ * spec 000 §5.1) reads it into the target on a worker (ssd_tier.h); a failed
+ * read revokes with drop_ssd_source, so that the master forgets the stale
+ * copy. An SSD copy on another owner (remote refill) is staged by the master
+ * with that owner, and GetStart comes back already done (done_* fields: the
+ * holder, no GetDone); a plain plan naming a remote SSD copy is refused.
+ * GetDone then turns the target into a holder (and, for a durable get, a
+ * replica of the route). A failed pull or refill sends GetRevoke and runs
+ * GetStart again, at most GET_ATTEMPTS times in all; a half-written target is
+ * never handed to an external. Every range of a plan is checked against this
+ * segment first. A holder reports where its get's bytes came from: SSD for a
+ * refill, memory otherwise (an owner-local cache hit included).
  */
 #include "owner/extcall.h"
 
@@ -22,14 +29,18 @@
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dataplane.h"
+#include "owner/ssd_tier.h"
 
 #define GET_ATTEMPTS 3
 #define PULL_TIMEOUT_MS 30000u
 
 static owner *the_owner;
 
-/* Answers one external get with a new holding of mi. */
-static void reply_holder(owner *o, net_conn *c, const frame_hdr *h, memory_info *mi, bool cacheable)
+/* Answers one external get with a new holding of mi. source is where this
+ * get's bytes came from: mi's own source when it was just filled, memory for
+ * a hit in the owner-local cache (an SSD refill read once stays in memory). */
+static void reply_holder(owner *o, net_conn *c, const frame_hdr *h, memory_info *mi, bool cacheable,
+                         int source)
 {
     ext_conn *ec = net_conn_data(c);
     if (!ec || !ec->s || ec->s->dead) {
@@ -41,7 +52,7 @@ static void reply_holder(owner *o, net_conn *c, const frame_hdr *h, memory_info 
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
-    if (mi->source == FX_SRC_SSD)
+    if (source == FX_SRC_SSD)
         o->hits_ssd++;
     else
         o->hits_memory++;
@@ -49,7 +60,7 @@ static void reply_holder(owner *o, net_conn *c, const frame_hdr *h, memory_info 
     resp.offset = mi->offset;
     resp.len = mi->len;
     resp.holder_id = id;
-    resp.source = (uint32_t)mi->source;
+    resp.source = (uint32_t)source;
     resp.cacheable = cacheable;
     net_reply(c, h, &resp.base);
 }
@@ -79,15 +90,37 @@ static void fail_waiters(owner *o, pending_get *pg, int status, const char *deta
     pending_get_free(o, pg);
 }
 
-static void send_get_revoke(owner *o, uint64_t get_id)
+/* drop_ssd_source: the plan's SSD copy could not be read; the master clears
+ * it from the route (if the route is still that version). */
+static void send_get_revoke(owner *o, uint64_t get_id, bool drop_ssd_source)
 {
     Fx__GetRevokeReq rv = FX__GET_REVOKE_REQ__INIT;
     rv.get_id = get_id;
+    rv.drop_ssd_source = drop_ssd_source;
     if (o->mrpc)
         rpc_notify(o->mrpc, MSG_GET_REVOKE, &rv.base);
 }
 
 static void start_get(owner *o, pending_get *pg);
+
+/* The master holds the target as holder_id: answer every waiter with it. */
+static void finish_get(owner *o, pending_get *pg, uint64_t holder_id, bool cacheable)
+{
+    memory_info *mi = holders_mi_new(o, pg->key, pg->klen, holder_id, pg->offset, pg->len,
+                                     pg->source);
+    if (!mi) {
+        owner_ack_holder(o, holder_id);
+        fail_waiters(o, pg, FX_ENOMEM, "out of memory");
+        return;
+    }
+    if (cacheable)
+        holders_cache_insert(o, mi);
+    for (get_waiter *w = pg->waiters; w; w = w->next)
+        if (net_conn_is_open(w->conn))
+            reply_holder(o, w->conn, &w->hdr, mi, cacheable, mi->source);
+    holders_mi_unref(o, mi);
+    pending_get_free(o, pg);
+}
 
 static void on_get_done_resp(int status, ProtobufCMessage *msg, void *ud)
 {
@@ -99,20 +132,7 @@ static void on_get_done_resp(int status, ProtobufCMessage *msg, void *ud)
         return;
     }
     Fx__GetDoneResp *r = (Fx__GetDoneResp *)msg;
-    memory_info *mi = holders_mi_new(o, pg->key, pg->klen, r->holder_id, pg->offset, pg->len,
-                                     pg->source);
-    if (!mi) {
-        owner_ack_holder(o, r->holder_id);
-        fail_waiters(o, pg, FX_ENOMEM, "out of memory");
-        return;
-    }
-    if (r->cacheable)
-        holders_cache_insert(o, mi);
-    for (get_waiter *w = pg->waiters; w; w = w->next)
-        if (net_conn_is_open(w->conn))
-            reply_holder(o, w->conn, &w->hdr, mi, r->cacheable);
-    holders_mi_unref(o, mi);
-    pending_get_free(o, pg);
+    finish_get(o, pg, r->holder_id, r->cacheable);
 }
 
 static void send_get_done(owner *o, pending_get *pg)
@@ -132,7 +152,7 @@ static void on_pull_done(int status, const char *detail, void *ud)
         send_get_done(o, pg);
         return;
     }
-    send_get_revoke(o, pg->get_id);
+    send_get_revoke(o, pg->get_id, false);
     if (pg->attempts < GET_ATTEMPTS && o->mrpc) {
         FX_LOG(INFO, "pull for get %llu failed (%s); asking the master again",
                (unsigned long long)pg->get_id, detail);
@@ -145,20 +165,78 @@ static void on_pull_done(int status, const char *detail, void *ud)
     fail_waiters(o, pg, status, msg);
 }
 
-/* Checks a GetStart plan against this segment and this owner. */
+/* Checks a GetStart plan against this segment and this owner. An SSD source
+ * here must be a local refill (the source range is the target); its
+ * ssd_stage_len is checked when the read starts (a bad one is a failed stage). */
 static bool plan_ok(owner *o, const Fx__GetStartResp *r)
 {
     if (!segment_contains(&o->seg, r->target_offset, r->len))
         return false;
+    bool ssd = r->source_kind == FX_SRC_SSD;
     switch (r->mode) {
     case FX__GET_MODE__REUSE_REPLICA:
-        return r->src_node_id == o->node_id;
+        return !ssd && r->src_node_id == o->node_id;
     case FX__GET_MODE__DURABLE_REPLICA:
     case FX__GET_MODE__TEMPORARY:
+        if (ssd)
+            return r->put_id && (r->src_node_id != o->node_id || r->src_offset == r->target_offset);
         return r->src_node_id != o->node_id && r->src_data_addr && *r->src_data_addr;
     default:
         return false;
     }
+}
+
+/* A failed local refill: revoke (clearing the stale SSD source unless the
+ * failure was ours alone) and ask the master again, at most GET_ATTEMPTS
+ * rounds in all; the target, half filled or not, is never handed out. */
+static void on_ssd_load_done(int rc, void *ud)
+{
+    pending_get *pg = ud;
+    owner *o = the_owner;
+    if (rc == SSD_OK) {
+        send_get_done(o, pg);
+        return;
+    }
+    bool drop = rc != SSD_ENOMEM && rc != SSD_ECLOSED;
+    send_get_revoke(o, pg->get_id, drop);
+    if (pg->attempts < GET_ATTEMPTS && o->mrpc && !o->stopping) {
+        FX_LOG(INFO, "SSD refill for get %llu failed (%s); asking the master again",
+               (unsigned long long)pg->get_id, ssd_tier_strerror(rc));
+        start_get(o, pg);
+        return;
+    }
+    char msg[256];
+    snprintf(msg, sizeof msg, "get: reading the value from the SSD tier failed %d times; last: %s",
+             pg->attempts, ssd_tier_strerror(rc));
+    fail_waiters(o, pg, o->stopping || !o->mrpc ? FX_ECONN : FX_EINTERNAL, msg);
+}
+
+/* Runs an SSD plan: a local refill reads the SSD copy into the target on a
+ * worker; a remote copy comes only as a GetStart the master completed, so a
+ * plain plan naming one is refused. */
+static void start_ssd_refill(owner *o, pending_get *pg, const Fx__GetStartResp *r)
+{
+    if (r->src_node_id != o->node_id) {
+        send_get_revoke(o, r->get_id, false);
+        fail_waiters(o, pg, FX_ENOTSUP,
+                     "remote SSD refill is not implemented yet (expected a completed GetStart)");
+        return;
+    }
+    if (r->ssd_stage_len < r->len ||
+        !segment_contains(&o->seg, r->target_offset, r->ssd_stage_len)) {
+        FX_LOG(WARN, "get %llu: SSD stage length %llu does not fit the target %llu+%llu",
+               (unsigned long long)r->get_id, (unsigned long long)r->ssd_stage_len,
+               (unsigned long long)r->target_offset, (unsigned long long)r->len);
+        on_ssd_load_done(SSD_EINVAL, pg);
+        return;
+    }
+    ssd_put_id pid = {.time_ms = r->put_id->time_ms, .version = r->put_id->version};
+    int rc = ssd_tier_load(o, pg->key, pg->klen, pid, r->target_offset, r->len, r->ssd_stage_len,
+                           on_ssd_load_done, pg);
+    if (rc == FX_ENOTSUP)
+        on_ssd_load_done(SSD_ENOTFOUND, pg); /* no tier here: the master's copy is stale */
+    else if (rc < 0)
+        on_ssd_load_done(SSD_ENOMEM, pg);
 }
 
 static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
@@ -175,8 +253,22 @@ static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
     pg->offset = r->target_offset;
     pg->len = r->len;
     pg->source = r->source_kind == FX_SRC_SSD ? FX_SRC_SSD : FX_SRC_MEMORY;
+    if (r->done) {
+        /* A remote refill the master completed (docs/decisions.md): the SSD
+         * owner pushed every byte into the target, the master did GetDone's
+         * work; only the holder is left to hand out. */
+        if (!segment_contains(&o->seg, r->target_offset, r->len)) {
+            FX_LOG(ERROR, "master completed a get into %llu+%llu, outside this segment",
+                   (unsigned long long)r->target_offset, (unsigned long long)r->len);
+            owner_ack_holder(o, r->done_holder_id);
+            fail_waiters(o, pg, FX_EPROTO, "invalid get plan from the master");
+            return;
+        }
+        finish_get(o, pg, r->done_holder_id, r->done_cacheable);
+        return;
+    }
     if (!plan_ok(o, r)) {
-        send_get_revoke(o, r->get_id);
+        send_get_revoke(o, r->get_id, false);
         FX_LOG(ERROR, "master planned a get this owner cannot serve (mode %d, source node %u, "
                       "target %llu+%llu)",
                r->mode, r->src_node_id, (unsigned long long)pg->offset, (unsigned long long)pg->len);
@@ -185,6 +277,10 @@ static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
     }
     if (r->mode == FX__GET_MODE__REUSE_REPLICA) {
         send_get_done(o, pg); /* the bytes are already in this segment */
+        return;
+    }
+    if (pg->source == FX_SRC_SSD) {
+        start_ssd_refill(o, pg, r);
         return;
     }
     if (dp_transfer(o->dp, r->src_node_id, r->src_data_addr, true, r->src_offset, r->target_offset,
@@ -209,7 +305,7 @@ void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *
         return;
     memory_info *mi = holders_cache_find(o, req->key.data, req->key.len);
     if (mi) {
-        reply_holder(o, ec->conn, h, mi, true);
+        reply_holder(o, ec->conn, h, mi, true, FX_SRC_MEMORY);
         return;
     }
     get_waiter *w = malloc(sizeof *w);

@@ -9,7 +9,9 @@
  *                [--large-limit-size S1,S2] [--log-level LEVEL]
  *
  * Every YAML key can be given as a flag; flags override the file. Bad values
- * are startup errors naming the key, exit code 2.
+ * are startup errors naming the key, exit code 2; so is an SSD tier
+ * (large_file_paths + large_limit_size) that cannot be opened. The SSD tier
+ * opens before the segment and closes after the loop has drained.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -23,6 +25,7 @@
 #include "common/log.h"
 #include "owner/dataplane/dataplane.h"
 #include "owner/owner.h"
+#include "owner/ssd_tier.h"
 
 static void usage(FILE *f)
 {
@@ -133,16 +136,17 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    if (o.cfg.large_limit_size) {
-        fprintf(stderr, "fluxon-owner: fluxonkv_spec.large_limit_size: the SSD tier is not "
-                        "implemented yet; remove the key to run memory-only\n");
-        rc = 2;
-        goto out;
-    }
     if (o.cfg.log_level >= 0)
         fx_log_threshold = o.cfg.log_level;
     if (config_parse_hostport(o.cfg.master, o.master_host, sizeof o.master_host, &o.master_port) < 0) {
         fprintf(stderr, "fluxon-owner: master: '%s' is not HOST:PORT\n", o.cfg.master);
+        rc = 2;
+        goto out;
+    }
+    /* Before node_name gets its per-process default: the SSD root's name must
+     * not change from one run to the next. */
+    if (ssd_tier_open(&o, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-owner: %s\n", err);
         rc = 2;
         goto out;
     }
@@ -175,8 +179,11 @@ int main(int argc, char **argv)
         goto out;
     }
     uv_run(o.loop, UV_RUN_DEFAULT);
-    /* Orderly teardown: close the master link and every connection, run the
-     * loop until the close callbacks have freed their state. */
+    /* Orderly teardown: stop the SSD tier taking work, close the master link
+     * (pending SSD commits complete and release their guards) and every
+     * connection, run the loop until the close callbacks have freed their
+     * state and the last SSD job has completed, then close the SSD store. */
+    ssd_tier_shutdown(&o);
     if (o.ext_listener)
         net_listener_close(o.ext_listener);
     if (o.master)
@@ -189,6 +196,7 @@ int main(int argc, char **argv)
     uv_close((uv_handle_t *)&o.heartbeat_timer, NULL);
     uv_close((uv_handle_t *)&o.connect_timer, NULL);
     uv_run(o.loop, UV_RUN_DEFAULT);
+    ssd_tier_close(&o);
     holders_cache_clear(&o);
     if (o.dp)
         dp_engine_free(o.dp);
@@ -199,6 +207,7 @@ int main(int argc, char **argv)
     free(o.acks);
     rc = o.exit_code;
 out:
+    ssd_tier_close(&o); /* a startup failure after the tier opened */
     owner_config_free(&o.cfg);
     return rc;
 }

@@ -1,9 +1,12 @@
 /*
  * master_link.c - the owner's connection to the master: connect (retried at
- * startup), Register, heartbeats, the BatchDeleteAck batch, and the master's
- * one-way pushes (BatchDeleteClientKvMetaCache, MemberTable). Register
- * announces the data plane's address and returns the cluster's data-plane
- * token; the member table says which peers the data plane accepts.
+ * startup), Register, heartbeats, the BatchDeleteAck batch, the master's
+ * one-way pushes (BatchDeleteClientKvMetaCache, MemberTable) and its
+ * SsdReplicaPersist requests (handed to ssd_persist.c). Register announces
+ * the data plane's address and whether this owner has an SSD tier, and
+ * returns the cluster's data-plane token; the member table says which peers
+ * the data plane accepts. Heartbeats carry the hit counters and the SSD
+ * tier's capacity and use.
  *
  * Losing the master after registration stops the owner: a new master would
  * hand out ranges of this segment that local externals may still be reading,
@@ -21,6 +24,7 @@
 #include "common/log.h"
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dataplane.h"
+#include "owner/ssd_tier.h"
 
 #define CONNECT_RETRY_MS 100u
 #define CONNECT_DEADLINE_MS 30000u
@@ -96,6 +100,7 @@ static void on_heartbeat_timer(uv_timer_t *t)
     req.hits_memory = o->hits_memory;
     req.hits_ssd = o->hits_ssd;
     req.misses = o->misses;
+    ssd_tier_usage(o, &req.ssd_capacity, &req.ssd_used);
     rpc_call(o->mrpc, MSG_HEARTBEAT, &req.base, OWNER_RPC_TIMEOUT_MS, on_heartbeat_resp, o);
 }
 
@@ -117,6 +122,7 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
     dp_engine_set_identity(o->dp, o->node_id, o->tomb_tag, r->data_token.data, r->data_token.len);
     uint32_t hb = r->heartbeat_ms ? r->heartbeat_ms : 1000;
     uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
+    ssd_tier_start(o);
     if (owner_ext_listen(o) < 0)
         owner_stop(o, 1);
 }
@@ -149,7 +155,7 @@ static void on_connected(net_conn *c, int status, void *ud)
     req.cluster_name = o->cfg.cluster_name;
     req.node_name = o->cfg.node_name;
     req.segment_size = o->seg.size;
-    req.kv_ssd_storage = false;
+    req.kv_ssd_storage = o->ssd != NULL;
     req.data_addr = o->data_addr;
     if (rpc_call(o->mrpc, MSG_REGISTER, &req.base, OWNER_RPC_TIMEOUT_MS, on_register_resp, o) < 0)
         owner_stop(o, 1);
@@ -221,6 +227,9 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
     switch (h->type) {
     case MSG_MEMBER_TABLE:
         on_member_table(o, (Fx__MemberTableReq *)msg);
+        break;
+    case MSG_SSD_REPLICA_PERSIST:
+        ssd_persist_on_request(o, c, h, (Fx__SsdReplicaPersistReq *)msg);
         break;
     case MSG_BATCH_DELETE_CLIENT_KV_META_CACHE:
         on_invalidate(o, (Fx__BatchDeleteClientKvMetaCacheReq *)msg);

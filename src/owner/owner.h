@@ -2,8 +2,10 @@
  * owner.h - the state of fluxon-owner and the entry points of its modules.
  *
  * One event-loop thread owns all of it: the segment, the link to the master
- * (master_link.c), the external API on the Unix socket (extapi.c), and the
- * owner-local get cache with the holders handed to externals (holders.c).
+ * (master_link.c), the external API on the Unix socket (extapi.c), the
+ * owner-local get cache with the holders handed to externals (holders.c), and
+ * the SSD tier (ssd_tier.h), whose blocking engine calls run on libuv's
+ * thread pool and complete on the loop.
  *
  * Holder bookkeeping has three layers, as in the spec: the master's
  * get_holding keeps the allocation; here a memory_info stands for one master
@@ -118,6 +120,7 @@ typedef struct owner {
     uint64_t tomb_tag;
     net_listener *ext_listener;
     struct dp_engine *dp; /* the owner-to-owner data plane */
+    struct ssd_tier *ssd; /* the SSD tier (ssd_tier.h), NULL without one */
     char data_addr[300];  /* where peers reach dp, "host:port" */
     struct peer_member *members; /* the master's member table, for dp peer checks */
     size_t n_members;

@@ -5,6 +5,9 @@
 # Then `up --owners 3`: three sockets, pid files and processes, stat listing
 # three owners, put/get through one socket, and a down that stops them all.
 # A get through another owner than the put's reads the same value.
+# Then `up --ssd 256MB --owners 2`: each owner gets DIR/ssd<i> as its SSD
+# tier, stat shows their SSD capacity, and down removes the tiers' files; one
+# owner with less memory than its values reads the older ones from SSD.
 set -u
 bin=${1:?usage: test_cli.sh BUILD_DIR}
 dir=$(mktemp -d /tmp/fx-cli-XXXXXX)
@@ -17,6 +20,8 @@ cleanup() {
   "$bin/fluxon" down --dir "$dir" >/dev/null 2>&1
   "$bin/fluxon" down --dir "$dir/multi" >/dev/null 2>&1
   "$bin/fluxon" down --dir "$dir/failing" >/dev/null 2>&1
+  "$bin/fluxon" down --dir "$dir/ssd" >/dev/null 2>&1
+  "$bin/fluxon" down --dir "$dir/ssd1" >/dev/null 2>&1
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -179,6 +184,60 @@ check "up prints no socket when it fails" bash -c "! grep -q '^$fdir/owner.\.soc
 sleep 0.1
 check "no daemon is left after a failed up ($(daemons_in "$fdir"))" test -z "$(daemons_in "$fdir")"
 check "no pid file is left after a failed up" bash -c "! ls '$fdir'/*.pid >/dev/null 2>&1"
+
+# ---- an SSD tier per owner ------------------------------------------------------
+sdir="$dir/ssd"
+out=$("$bin/fluxon" up --dir "$sdir" --owners 2 --dram 64MB --ssd 256MB 2>&1); rc=$?
+check "up --ssd 256MB exits 0 (got $rc: $out)" test $rc -eq 0
+for i in 0 1; do
+  check "owner$i.yaml gives DIR/ssd$i" grep -q "large_file_paths: \[$sdir/ssd$i\]" "$sdir/owner$i.yaml"
+  check "owner$i.yaml gives the SSD size" grep -q "large_limit_size: \[268435456\]" "$sdir/owner$i.yaml"
+  check "ssd$i holds owner$i's tier" test -d "$sdir/ssd$i/fluxon_cluster_kv_ssd_storage/owner$i"
+done
+st=""
+for _ in $(seq 100); do  # the capacity arrives with the first heartbeat
+  st=$("$bin/fluxon" stat --socket "$sdir/owner0.sock")
+  [ "$(grep -c ' ssd_capacity=268435456 ' <<<"$st")" -eq 2 ] && break
+  sleep 0.05
+done
+check "stat shows each owner's SSD capacity (got '$st')" test "$(grep -c ' ssd_capacity=268435456 ' <<<"$st")" -eq 2
+printf 'on ssd owners\n' | "$bin/fluxon" put --socket "$sdir/owner1.sock" skey -
+got=$("$bin/fluxon" get --socket "$sdir/owner0.sock" skey)
+check "put and get with SSD tiers (got '$got')" test "$got" = "on ssd owners"
+spids=$(cat "$sdir"/owner*.pid "$sdir/master.pid")
+check "down stops the SSD cluster" "$bin/fluxon" down --dir "$sdir"
+sleep 0.1
+for p in $spids; do check "pid $p stopped" eval "! running $p"; done
+check "down removes the SSD directories ($(ls "$sdir"))" bash -c "! ls -d '$sdir'/ssd* >/dev/null 2>&1"
+# One owner whose memory cannot hold every value: the older ones come back
+# from its SSD tier (source=ssd), byte for byte.
+s1dir="$dir/ssd1"
+"$bin/fluxon" up --dir "$s1dir" --dram 16MB --ssd 64MB >/dev/null
+for i in 1 2 3 4 5 6 7 8; do
+  head -c 3000000 /dev/urandom > "$s1dir/v$i"
+  "$bin/fluxon" put --socket "$s1dir/owner0.sock" "big$i" "$s1dir/v$i" || echo "put big$i failed"
+done
+same=0 from_ssd=0
+for i in 1 2 3 4 5 6 7 8; do
+  src=$("$bin/fluxon" get -v --socket "$s1dir/owner0.sock" "big$i" -o "$s1dir/out" 2>&1) &&
+    cmp -s "$s1dir/v$i" "$s1dir/out" && same=$((same + 1))
+  [ "$src" = "source=ssd" ] && from_ssd=$((from_ssd + 1))
+done
+check "24 MB through a 16 MB owner reads back intact ($same of 8)" test $same -eq 8
+check "some gets report source=ssd ($from_ssd of 8)" test $from_ssd -gt 0
+st=""
+for _ in $(seq 60); do  # hits arrive with the next heartbeat
+  st=$("$bin/fluxon" stat --socket "$s1dir/owner0.sock")
+  grep -q ' hits_ssd=0 ' <<<"$st" || break
+  sleep 0.05
+done
+check "stat counts the SSD hits (got '$st')" bash -c "! grep -q ' hits_ssd=0 ' <<<'$st'"
+check "down stops the one-owner SSD cluster" "$bin/fluxon" down --dir "$s1dir"
+check "and removes its SSD directory" test ! -e "$s1dir/ssd0"
+
+out=$("$bin/fluxon" up --dir "$sdir" --ssd 100 2>&1); rc=$?
+check "--ssd under 512 bytes is a usage error (got $rc)" test $rc -eq 2
+check "--ssd error names the flag ($out)" grep -q -- "--ssd" <<<"$out"
 
 out=$("$bin/fluxon" up --dir "$mdir" --owners 0 2>&1); rc=$?
 check "--owners 0 is a usage error (got $rc)" test $rc -eq 2
