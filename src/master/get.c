@@ -318,12 +318,13 @@ static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
         net_conn_unref(c);
         return;
     }
-    /* The SSD copy could not be read: it is stale. Clear it for this version,
-     * then choose again (at most GET_ATTEMPTS rounds). */
+    /* The stage failed. KeyNotFound from the SSD owner means its copy is
+     * gone or damaged: clear it for this version. Then choose again (at most
+     * GET_ATTEMPTS rounds). */
     FX_LOG(INFO, "remote SSD refill from node %u failed: %s", g->src_node,
            status ? fx_strerror(status) : msg_detail(msg));
     route *r = g->route;
-    if (r->in_table && put_id_eq(r->pid, g->pid))
+    if (st == FX_ENOTFOUND && r->in_table && put_id_eq(r->pid, g->pid))
         master_drop_ssd(m, r, g->src_node);
     int attempt = g->attempt;
     char *key = fx_memdup(r->key, r->klen);

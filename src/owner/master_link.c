@@ -231,6 +231,9 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
     case MSG_SSD_REPLICA_PERSIST:
         ssd_persist_on_request(o, c, h, (Fx__SsdReplicaPersistReq *)msg);
         break;
+    case MSG_SSD_STAGE_READ:
+        ssd_stage_on_request(o, c, h, (Fx__SsdStageReadReq *)msg);
+        break;
     case MSG_BATCH_DELETE_CLIENT_KV_META_CACHE:
         on_invalidate(o, (Fx__BatchDeleteClientKvMetaCacheReq *)msg);
         net_reply(c, h, &((Fx__BatchDeleteClientKvMetaCacheResp)

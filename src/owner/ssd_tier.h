@@ -14,6 +14,8 @@
  *                  refill reads, usage for heartbeats
  *   ssd_persist.c  SsdReplicaPersist: write, SsdReplicaCommit, release the
  *                  persist guard, answer
+ *   ssd_stage.c    SsdStageRead: the remote refill pipeline (read chunks into
+ *                  staging, push each to the requester's target)
  *   ssd_evict.c    the ring's evictions batched to the master
  *                  (BatchSsdReplicaEvict: 256 entries or 10 ms, one batch in
  *                  flight, retried on failure)
@@ -100,6 +102,11 @@ void ssd_persist_on_request(owner *o, net_conn *c, const frame_hdr *h,
 void ssd_persist_kick(ssd_tier *t);
 /* Drops the persists still waiting for a slot (shutdown). */
 void ssd_persist_drop_waiting(ssd_tier *t);
+
+/* ssd_stage.c */
+/* SsdStageRead from the master on connection c: the remote refill pipeline
+ * (answered when every chunk was read and pushed, or on the first failure). */
+void ssd_stage_on_request(owner *o, net_conn *c, const frame_hdr *h, Fx__SsdStageReadReq *req);
 
 /* ssd_evict.c */
 void ssd_evict_start(ssd_tier *t);

@@ -121,6 +121,13 @@ static int write_owner_yaml(const test_cluster *tc, int i, char *path, size_t ca
             "  memory_size: %" PRIu64 "\n"
             "  client_socket: %s\n",
             tc->master_addr, i, tc->memory_size, tc->sockets[i]);
+    if (tc->ssd_size) {
+        char ssd_dir[300];
+        snprintf(ssd_dir, sizeof ssd_dir, "%s/ssd%d", tc->dir, i);
+        mkdir(ssd_dir, 0700);
+        fprintf(f, "  large_file_paths: [%s]\n  large_limit_size: [%" PRIu64 "]\n", ssd_dir,
+                tc->ssd_size);
+    }
     if (fclose(f) != 0) {
         fprintf(stderr, "cluster: cannot write %s\n", path);
         return -1;
@@ -206,10 +213,26 @@ int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const
     return cluster_start_n(tc, 1, memory_size, master_args);
 }
 
+static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
+                         const char *const *master_args);
+
 int cluster_start_n(test_cluster *tc, int n_owners, uint64_t memory_size,
                     const char *const *master_args)
 {
+    return start_cluster(tc, n_owners, memory_size, 0, master_args);
+}
+
+int cluster_start_ssd(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
+                      const char *const *master_args)
+{
+    return start_cluster(tc, n_owners, memory_size, ssd_size, master_args);
+}
+
+static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
+                         const char *const *master_args)
+{
     memset(tc, 0, sizeof *tc);
+    tc->ssd_size = ssd_size;
     if (n_owners < 1 || n_owners > TEST_CLUSTER_MAX_OWNERS) {
         fprintf(stderr, "cluster: %d owners (expected 1..%d)\n", n_owners,
                 TEST_CLUSTER_MAX_OWNERS);

@@ -30,7 +30,13 @@ typedef struct test_cluster {
     char sockets[TEST_CLUSTER_MAX_OWNERS][320];
     bool owner_killed[TEST_CLUSTER_MAX_OWNERS]; /* by cluster_kill_owner() */
     uint64_t memory_size; /* each owner's segment, for restarts */
+    uint64_t ssd_size;    /* each owner's SSD tier under dir/ssd<i> (0: none) */
 } test_cluster;
+
+/* cluster_start_n with an SSD tier of ssd_size bytes per owner, in
+ * tc->dir/ssd<i> (removed with the directory by cluster_stop). */
+int cluster_start_ssd(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
+                      const char *const *master_args);
 
 /* Starts a master and one owner with a memory_size-byte segment. Returns 0, or
  * -1 after printing why (with the logs) to stderr. */
