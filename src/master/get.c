@@ -333,9 +333,12 @@ static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
     if (req && key && attempt < GET_ATTEMPTS && net_conn_is_open(c)) {
         Fx__GetStartReq again = FX__GET_START_REQ__INIT;
         again.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
+        alloc_waiter *replaying = m->alloc_replaying; /* not this request's */
+        m->alloc_replaying = NULL;
         m->get_attempt = attempt + 1;
         master_on_get_start(m, req, c, &h, &again);
         m->get_attempt = 0;
+        m->alloc_replaying = replaying;
     } else if (net_conn_is_open(c)) {
         net_reply_error(c, &h, st ? st : FX_ECONN, "get: the SSD copy could not be read %d times",
                         attempt);
