@@ -18,9 +18,18 @@
  * workers; later persists wait here, in arrival order. A persist outlives the
  * master link only to finish its write: the answer is dropped and the guard
  * released.
+ *
+ * Test-only: FLUXON_TEST_PERSIST_DELAY_MS=N in the owner's environment delays
+ * every SsdReplicaCommit by N ms after its write completed (a uv timer on the
+ * loop, the guard held meanwhile; the loop never sleeps), so that tests can
+ * overwrite a key while its old version's persist is still in flight
+ * (tests/integration/test_ssd_faults.c). It is read once, when the first
+ * persist write completes, and logged as a warning; unset, empty or 0 means
+ * no delay. Never set it in production.
  */
 #include "owner/ssd_tier.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +50,33 @@ typedef struct ssd_persist {
     int rc;            /* ssd_write's result */
     ssd_guard *guard;  /* held from the write until the commit's answer */
     struct ssd_persist *next; /* the tier's wait queue */
+    uv_timer_t delay;  /* the test-only commit delay (see above) */
 } ssd_persist;
+
+/* FLUXON_TEST_PERSIST_DELAY_MS in ms, read once (on the loop thread only). */
+static uint64_t commit_delay_ms(void)
+{
+    static bool done;
+    static uint64_t ms;
+    if (!done) {
+        done = true;
+        const char *v = getenv("FLUXON_TEST_PERSIST_DELAY_MS");
+        if (v && *v) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(v, &end, 10);
+            if (errno || *end || n > 600000)
+                FX_LOG(WARN, "FLUXON_TEST_PERSIST_DELAY_MS='%s' is not a number of ms up to "
+                             "600000; ignored", v);
+            else
+                ms = n;
+            if (ms)
+                FX_LOG(WARN, "test-only: every SsdReplicaCommit is delayed by %llu ms",
+                       (unsigned long long)ms);
+        }
+    }
+    return ms;
+}
 
 static void persist_free(ssd_persist *p)
 {
@@ -77,9 +112,45 @@ static void on_commit_resp(int status, ProtobufCMessage *msg, void *ud)
             FX_LOG(WARN, "persist of a %llu-byte value: %s", (unsigned long long)p->len, why);
         reply(p->conn, &p->hdr, false, why);
     } else {
+        /* An ignored commit is normal (the key was overwritten or its
+         * replica evicted while the write ran), but worth a line. */
+        if (!((Fx__SsdReplicaCommitResp *)msg)->published)
+            FX_LOG(INFO, "SsdReplicaCommit of a %llu-byte value not published: the route moved on",
+                   (unsigned long long)p->len);
         reply(p->conn, &p->hdr, true, NULL);
     }
     persist_free(p);
+}
+
+/* Sends SsdReplicaCommit for a written entry (its guard held). */
+static void send_commit(ssd_persist *p)
+{
+    owner *o = p->t->o;
+    Fx__PutId pid = FX__PUT_ID__INIT;
+    pid.time_ms = p->pid.time_ms;
+    pid.version = p->pid.version;
+    Fx__SsdReplicaCommitReq req = FX__SSD_REPLICA_COMMIT_REQ__INIT;
+    req.key = (ProtobufCBinaryData){.len = p->klen, .data = (uint8_t *)p->key};
+    req.put_id = &pid;
+    req.len = p->len;
+    /* The link may have dropped meanwhile: nobody waits then. */
+    if (!net_conn_is_open(p->conn) || !o->mrpc || o->stopping ||
+        rpc_call(o->mrpc, MSG_SSD_REPLICA_COMMIT, &req.base, OWNER_RPC_TIMEOUT_MS,
+                 on_commit_resp, p) < 0) {
+        ssd_guard_release(p->guard);
+        reply(p->conn, &p->hdr, false, "cannot send SsdReplicaCommit");
+        persist_free(p);
+    }
+}
+
+static void on_delay_closed(uv_handle_t *h)
+{
+    send_commit(h->data);
+}
+
+static void on_delay(uv_timer_t *tm)
+{
+    uv_close((uv_handle_t *)tm, on_delay_closed);
 }
 
 /* Worker thread. */
@@ -109,21 +180,15 @@ static void write_after(uv_work_t *w, int status)
         persist_free(p);
         return;
     }
-    Fx__PutId pid = FX__PUT_ID__INIT;
-    pid.time_ms = p->pid.time_ms;
-    pid.version = p->pid.version;
-    Fx__SsdReplicaCommitReq req = FX__SSD_REPLICA_COMMIT_REQ__INIT;
-    req.key = (ProtobufCBinaryData){.len = p->klen, .data = (uint8_t *)p->key};
-    req.put_id = &pid;
-    req.len = p->len;
-    /* The link may have dropped while the write ran: nobody waits then. */
-    if (!net_conn_is_open(p->conn) || !o->mrpc || o->stopping ||
-        rpc_call(o->mrpc, MSG_SSD_REPLICA_COMMIT, &req.base, OWNER_RPC_TIMEOUT_MS,
-                 on_commit_resp, p) < 0) {
-        ssd_guard_release(p->guard);
-        reply(p->conn, &p->hdr, false, "cannot send SsdReplicaCommit");
-        persist_free(p);
+    uint64_t delay = commit_delay_ms();
+    if (delay && uv_timer_init(o->loop, &p->delay) == 0) {
+        /* The open timer keeps the loop (and a stopping owner's drain) alive
+         * until the commit went or was dropped. */
+        p->delay.data = p;
+        uv_timer_start(&p->delay, on_delay, delay, 0);
+        return;
     }
+    send_commit(p);
 }
 
 static void start_write(ssd_tier *t, ssd_persist *p)
