@@ -26,10 +26,12 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "accounting.h"
 #include "cluster.h"
 #include "fluxon/fluxon.h"
 #include "raw_member.h"
 #include "testlib.h"
+#include "values.h"
 
 #define OWNERS 3
 #define PER_OWNER 2
@@ -42,33 +44,21 @@ static fx_client *cl[CLIENTS]; /* client i is on owner i / PER_OWNER */
 static const size_t sizes[] = {1, 511, 512, 4096, 65536 + 7, (1u << 20) + 3, 3u << 20};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
-/* A value that names its key and version: 16-byte header, then bytes derived
- * from both, so a read of the wrong key or version cannot verify. */
-static uint8_t *make_value(const char *key, uint32_t version, size_t len)
+/* A value that names its key and version: bytes derived from both (and its
+ * length), so a read of the wrong key or version cannot verify. */
+static unsigned long long value_seed(const char *key, uint32_t version, size_t len)
 {
-    uint8_t *v = malloc(len ? len : 1);
-    unsigned long long s = XXH3_64bits(key, strlen(key)) ^ ((unsigned long long)version << 32) ^ len;
-    for (size_t i = 0; i < len; i++)
-        v[i] = (uint8_t)(test_rand(&s) >> 56);
-    return v;
+    return XXH3_64bits(key, strlen(key)) ^ ((unsigned long long)version << 32) ^ len;
 }
 
 static bool holder_is(fx_holder *h, const char *key, uint32_t version, size_t len)
 {
-    if (fx_holder_len(h) != len)
-        return false;
-    uint8_t *want = make_value(key, version, len);
-    bool ok = memcmp(fx_holder_data(h), want, len) == 0;
-    free(want);
-    return ok;
+    return value_holder_is(h, value_seed(key, version, len), len);
 }
 
 static int put_value(fx_client *c, const char *key, uint32_t version, size_t len)
 {
-    uint8_t *v = make_value(key, version, len);
-    int r = fx_put(c, key, strlen(key), v, len);
-    free(v);
-    return r;
+    return value_put(c, key, value_seed(key, version, len), len);
 }
 
 static double now_ms(void)
@@ -82,25 +72,19 @@ static double now_ms(void)
 
 static raw_member observer; /* a member with no room: never a placement target */
 
-/* The nodes holding a memory replica of key (sorted bitmask of node ids). */
+/* The nodes holding a memory replica of key (bitmask of node ids); *slots
+ * gets the durable slots in use, and is left alone when RouteInfo fails. */
 static uint64_t replica_nodes(const char *key, uint32_t *slots)
 {
-    Fx__RouteInfoReq req = FX__ROUTE_INFO_REQ__INIT;
-    req.key = (ProtobufCBinaryData){.len = strlen(key), .data = (uint8_t *)key};
-    ProtobufCMessage *m = raw_member_call(&observer, MSG_ROUTE_INFO, &req.base, 5000);
-    uint64_t mask = 0;
-    if (m && msg_status(m) == 0) {
-        Fx__RouteInfoResp *r = (Fx__RouteInfoResp *)m;
-        for (size_t i = 0; i < r->n_replicas; i++)
-            if (r->replicas[i]->memory && r->replicas[i]->node_id < 64)
-                mask |= 1ull << r->replicas[i]->node_id;
-        if (slots)
-            *slots = r->durable_slots_used;
-    } else {
-        fprintf(stderr, "RouteInfo %s: %s\n", key, m ? msg_detail(m) : "no answer");
+    raw_route rt;
+    int r = raw_member_route(&observer, key, &rt);
+    if (r != 0) {
+        fprintf(stderr, "RouteInfo %s: %s\n", key, fx_strerror(r));
+        return 0;
     }
-    msg_free(m);
-    return mask;
+    if (slots)
+        *slots = rt.durable_slots;
+    return rt.mem;
 }
 
 static int popcount64(uint64_t x)
@@ -348,24 +332,10 @@ static void invalidation(void)
 
 /* ---- 5. accounting --------------------------------------------------------- */
 
+/* Once quiet, every owner's used bytes are exactly what its replicas hold. */
 static void accounting(void)
 {
-    fx_owner_stat st[8];
-    size_t n = 0;
-    bool settled = false;
-    for (int t = 0; t < 200 && !settled; t++) {
-        usleep(10000);
-        REQUIRE(fx_stat(cl[0], st, 8, &n) == 0, "stat");
-        settled = true;
-        for (size_t i = 0; i < n && i < 8; i++)
-            if (st[i].memory_used != st[i].replica_bytes)
-                settled = false;
-    }
-    for (size_t i = 0; i < n && i < 8; i++)
-        CHECK(st[i].memory_used == st[i].replica_bytes,
-              "%s: used %llu bytes == held by replicas %llu (holders-only %llu)", st[i].name,
-              (unsigned long long)st[i].memory_used, (unsigned long long)st[i].replica_bytes,
-              (unsigned long long)st[i].holding_bytes);
+    accounting_check(cl[0], 2000, "accounting");
 }
 
 int main(void)

@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "accounting.h"
 #include "cluster.h"
 #include "fluxon/fluxon.h"
 #include "net/msg.h"
@@ -160,27 +161,6 @@ static void put_or_die(fx_client *c, const char *key, size_t len, uint8_t *buf)
     REQUIRE(r == 0, "put %s: %s (%s)", key, fx_strerror(r), fx_last_error_detail());
 }
 
-/* Waits until every listed owner's used bytes equal its replica bytes. */
-static void check_accounting(fx_client *c, const char *when)
-{
-    fx_owner_stat st[8];
-    size_t n = 0;
-    bool settled = false;
-    for (int t = 0; t < 300 && !settled; t++) {
-        usleep(10000);
-        REQUIRE(fx_stat(c, st, 8, &n) == 0, "stat");
-        settled = true;
-        for (size_t i = 0; i < n && i < 8; i++)
-            if (st[i].memory_used != st[i].replica_bytes)
-                settled = false;
-    }
-    for (size_t i = 0; i < n && i < 8; i++)
-        CHECK(st[i].memory_used == st[i].replica_bytes,
-              "%s: %s used %llu bytes, replicas hold %llu (holders-only %llu)", when, st[i].name,
-              (unsigned long long)st[i].memory_used, (unsigned long long)st[i].replica_bytes,
-              (unsigned long long)st[i].holding_bytes);
-}
-
 static void owner_dies_under_load(void)
 {
     const char *args[] = {"--placement", "local", "--heartbeat-interval", "200ms", NULL};
@@ -263,7 +243,7 @@ static void owner_dies_under_load(void)
             if (h)
                 fx_holder_release(h);
         }
-    check_accounting(live_client[0], "after the kill");
+    accounting_check(live_client[0], 3000, "after the kill");
 
     /* owner0's external: a clear error, quickly. */
     double t0 = now_ms();

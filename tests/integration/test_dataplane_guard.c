@@ -37,10 +37,12 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "dp_raw.h"
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dp_frame.h"
 #include "raw_member.h"
 #include "testlib.h"
+#include "values.h"
 
 #define SEG (64ull << 20)
 #define VALUE_LEN 300001u
@@ -57,11 +59,7 @@ static int dp_port;
 
 static uint8_t *make_value(uint64_t seed, size_t len)
 {
-    uint8_t *v = malloc(len);
-    unsigned long long s = seed | 1;
-    for (size_t i = 0; i < len; i++)
-        v[i] = (uint8_t)(test_rand(&s) >> 56);
-    return v;
+    return value_make(seed | 1, len);
 }
 
 static bool get_is(const char *key, const uint8_t *want, size_t len)
@@ -92,92 +90,16 @@ static int dp_connect(void)
     return fd;
 }
 
-static bool send_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return false;
-        b += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-/* Reads exactly n bytes; false on EOF, error or timeout. */
-static bool recv_all(int fd, void *p, size_t n)
-{
-    uint8_t *b = p;
-    while (n) {
-        ssize_t r = recv(fd, b, n, 0);
-        if (r <= 0)
-            return false;
-        b += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-/* True when the owner hangs up (EOF or reset) before the receive timeout,
- * discarding anything it still sends. */
-static bool hung_up(int fd)
-{
-    uint8_t buf[4096];
-    for (;;) {
-        ssize_t r = recv(fd, buf, sizeof buf, 0);
-        if (r == 0 || (r < 0 && errno == ECONNRESET))
-            return true;
-        if (r < 0)
-            return false; /* timeout */
-    }
-}
-
-static void send_hdr(int fd, uint8_t op, uint64_t id, uint64_t off, uint32_t len)
-{
-    uint8_t b[DP_HDR_LEN];
-    dp_hdr_encode(&(dp_hdr){.op = op, .id = id, .offset = off, .len = len}, b);
-    send_all(fd, b, sizeof b);
-}
-
-static void send_hello(int fd, uint32_t node, uint64_t tomb, const uint8_t *tok, size_t toklen)
-{
-    uint8_t body[DP_HELLO_MAX_BODY];
-    size_t n = dp_hello_encode(&(dp_hello){.tomb_tag = tomb, .node_id = node, .token = tok,
-                                           .token_len = toklen},
-                               body, sizeof body);
-    REQUIRE(n > 0, "HELLO body encodes");
-    send_hdr(fd, DP_HELLO, 42, 0, (uint32_t)n);
-    send_all(fd, body, n);
-}
-
-/* Reads one reply header (checked as a reply) and, for an error, its detail. */
-static bool recv_reply(int fd, dp_hdr *h, char *detail, size_t cap)
-{
-    uint8_t b[DP_HDR_LEN];
-    detail[0] = 0;
-    if (!recv_all(fd, b, sizeof b))
-        return false;
-    dp_hdr_decode(b, h);
-    if (dp_hdr_check(h, DP_DIR_REPLY) != 0)
-        return false;
-    if (h->status < 0 && h->len) {
-        if (h->len >= cap || !recv_all(fd, detail, h->len))
-            return false;
-        detail[h->len] = 0;
-    }
-    return true;
-}
-
 /* A connection whose HELLO as the raw member passed; -1 when it was refused
  * (the owner may not have the member table with us in it yet). */
 static int hello_as_member(void)
 {
     int fd = dp_connect();
-    send_hello(fd, rm.node_id, rm.tomb_tag, rm.token, rm.token_len);
+    REQUIRE(dp_raw_send_hello(fd, rm.node_id, rm.tomb_tag, rm.token, rm.token_len) > 0,
+            "HELLO body encodes");
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    if (recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK && h.id == 42 &&
+    if (dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK && h.id == 42 &&
         h.status == 0)
         return fd;
     close(fd);
@@ -234,25 +156,25 @@ static void setup(void)
 static void before_hello(void)
 {
     int fd = dp_connect();
-    send_hdr(fd, DP_READ, 77, 0, 100);
-    send_hdr(fd, DP_READ, 78, 100, 100); /* pipelined: must not be answered */
+    dp_raw_send_hdr(fd, DP_READ, 77, 0, 100);
+    dp_raw_send_hdr(fd, DP_READ, 78, 100, 100); /* pipelined: must not be answered */
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
     CHECK(got && h.op == DP_READ_DATA && h.id == 77 && h.status == FX_EPROTO,
           "READ before HELLO refused with FX_EPROTO (status %d: %s)", got ? h.status : 0, detail);
-    CHECK(hung_up(fd), "READ before HELLO: then the owner hung up");
+    CHECK(dp_raw_hung_up(fd), "READ before HELLO: then the owner hung up");
     close(fd);
 
     fd = dp_connect();
     uint8_t w[64];
     memset(w, 0xee, sizeof w);
-    send_hdr(fd, DP_WRITE, 79, 0, sizeof w);
-    send_all(fd, w, sizeof w);
-    got = recv_reply(fd, &h, detail, sizeof detail);
+    dp_raw_send_hdr(fd, DP_WRITE, 79, 0, sizeof w);
+    dp_raw_send_all(fd, w, sizeof w);
+    got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
     CHECK(got && h.op == DP_WRITE_ACK && h.id == 79 && h.status == FX_EPROTO,
           "WRITE before HELLO refused with FX_EPROTO (status %d: %s)", got ? h.status : 0, detail);
-    CHECK(hung_up(fd), "WRITE before HELLO: then the owner hung up");
+    CHECK(dp_raw_hung_up(fd), "WRITE before HELLO: then the owner hung up");
     close(fd);
 }
 
@@ -263,16 +185,16 @@ static void refused_hello(const char *what, uint32_t node, uint64_t tomb, const 
                           size_t toklen)
 {
     int fd = dp_connect();
-    send_hello(fd, node, tomb, tok, toklen);
+    REQUIRE(dp_raw_send_hello(fd, node, tomb, tok, toklen) > 0, "HELLO body encodes");
     /* A request right behind the hello must not be served either. */
-    send_hdr(fd, DP_READ, 43, 0, 16);
+    dp_raw_send_hdr(fd, DP_READ, 43, 0, 16);
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
     CHECK(got && h.op == DP_HELLO_REFUSED && h.id == 42 && h.status == FX_ESTALE,
           "%s: HELLO refused with FX_ESTALE (op %d, status %d: %s)", what, got ? h.op : 0,
           got ? h.status : 0, detail);
-    CHECK(hung_up(fd), "%s: then the owner hung up", what);
+    CHECK(dp_raw_hung_up(fd), "%s: then the owner hung up", what);
     close(fd);
 }
 
@@ -298,14 +220,14 @@ static void bad_hellos(void)
 static void refused_read(const char *what, uint64_t off, uint32_t len)
 {
     int fd = authed_conn();
-    send_hdr(fd, DP_READ, 90, off, len);
+    dp_raw_send_hdr(fd, DP_READ, 90, off, len);
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
     CHECK(got && h.op == DP_READ_DATA && h.id == 90 && h.status == FX_EINVAL && h.offset == off,
           "%s: READ refused with FX_EINVAL (op %d, status %d: %s)", what, got ? h.op : 0,
           got ? h.status : 0, detail);
-    CHECK(hung_up(fd), "%s: then the owner hung up", what);
+    CHECK(dp_raw_hung_up(fd), "%s: then the owner hung up", what);
     close(fd);
 }
 
@@ -314,32 +236,32 @@ static void refused_write(const char *what, uint64_t off, uint32_t len)
     int fd = authed_conn();
     uint8_t *w = malloc(len);
     memset(w, 0xee, len);
-    send_hdr(fd, DP_WRITE, 91, off, len);
-    send_all(fd, w, len); /* may fail once the owner hangs up: that is fine */
+    dp_raw_send_hdr(fd, DP_WRITE, 91, off, len);
+    dp_raw_send_all(fd, w, len); /* may fail once the owner hangs up: that is fine */
     free(w);
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
     CHECK(got && h.op == DP_WRITE_ACK && h.id == 91 && h.status == FX_EINVAL,
           "%s: WRITE refused with FX_EINVAL (op %d, status %d: %s)", what, got ? h.op : 0,
           got ? h.status : 0, detail);
-    CHECK(hung_up(fd), "%s: then the owner hung up", what);
+    CHECK(dp_raw_hung_up(fd), "%s: then the owner hung up", what);
     close(fd);
 }
 
 /* Reads [off, +len) of the owner's segment over an accepted connection. */
 static bool dp_read(int fd, uint64_t id, uint64_t off, uint32_t len, uint8_t *out)
 {
-    send_hdr(fd, DP_READ, id, off, len);
+    dp_raw_send_hdr(fd, DP_READ, id, off, len);
     dp_hdr h = {0};
     char detail[DP_DETAIL_MAX + 1];
-    if (!recv_reply(fd, &h, detail, sizeof detail) || h.op != DP_READ_DATA || h.id != id ||
+    if (!dp_raw_recv_reply(fd, &h, detail, sizeof detail) || h.op != DP_READ_DATA || h.id != id ||
         h.status != 0 || h.offset != off || h.len != len) {
         fprintf(stderr, "  READ [%llu, +%u): op %d status %d %s\n", (unsigned long long)off, len,
                 h.op, h.status, detail);
         return false;
     }
-    return recv_all(fd, out, len);
+    return dp_raw_recv_all(fd, out, len);
 }
 
 static void bad_ranges(void)

@@ -59,13 +59,8 @@ static uint64_t used_by(const char *name)
 /* The route's durable slots in use, asked as member rm (UINT32_MAX on error). */
 static uint32_t durable_slots(raw_member *rm, const char *key)
 {
-    Fx__RouteInfoReq req = FX__ROUTE_INFO_REQ__INIT;
-    req.key = (ProtobufCBinaryData){.len = strlen(key), .data = (uint8_t *)key};
-    ProtobufCMessage *m = raw_member_call(rm, MSG_ROUTE_INFO, &req.base, 5000);
-    uint32_t slots = m && msg_status(m) == 0 ? ((Fx__RouteInfoResp *)m)->durable_slots_used
-                                             : UINT32_MAX;
-    msg_free(m);
-    return slots;
+    raw_route rt;
+    return raw_member_route(rm, key, &rt) == 0 ? rt.durable_slots : UINT32_MAX;
 }
 
 /* 3. A get that is started and never done: the TTL frees its target and

@@ -53,6 +53,7 @@
 #include "fluxon/fluxon.h"
 #include "net/msg.h"
 #include "testlib.h"
+#include "values.h"
 
 #define SEG (32ull << 20)
 #define SSD_LIMIT (8ull << 20)
@@ -377,11 +378,7 @@ static int call_join(call *x)
 
 static uint8_t *make_value(uint64_t seed, size_t len)
 {
-    uint8_t *v = malloc(len);
-    unsigned long long s = seed | 1;
-    for (size_t i = 0; i < len; i++)
-        v[i] = (uint8_t)(test_rand(&s) >> 56);
-    return v;
+    return value_make(seed | 1, len);
 }
 
 /* A put through the owner, placed at offset; answers PutStart and PutDone. */

@@ -25,26 +25,18 @@
 #include "fluxon/fluxon.h"
 #include "raw_member.h"
 #include "testlib.h"
+#include "values.h"
 
 #define MIB (1ull << 20)
 
-static uint8_t *make_value(const char *key, size_t len)
+static unsigned long long value_seed(const char *key)
 {
-    uint8_t *v = malloc(len ? len : 1);
-    unsigned long long s = XXH3_64bits(key, strlen(key)) | 1;
-    for (size_t i = 0; i < len; i++)
-        v[i] = (uint8_t)(test_rand(&s) >> 56);
-    return v;
+    return XXH3_64bits(key, strlen(key)) | 1;
 }
 
 static bool same(fx_holder *h, const char *key, size_t len)
 {
-    if (fx_holder_len(h) != len)
-        return false;
-    uint8_t *want = make_value(key, len);
-    bool ok = memcmp(fx_holder_data(h), want, len) == 0;
-    free(want);
-    return ok;
+    return value_holder_is(h, value_seed(key), len);
 }
 
 static size_t value_len(int i)
@@ -66,7 +58,7 @@ static void one_owner_refill(void)
     while (total < 300 * MIB) {
         snprintf(key, sizeof key, "ssd-%d", n);
         size_t len = value_len(n);
-        uint8_t *v = make_value(key, len);
+        uint8_t *v = value_make(value_seed(key), len);
         int r = fx_put(c, key, strlen(key), v, len);
         free(v);
         REQUIRE(r == 0, "put %s (%zu bytes) into 64 MiB of DRAM: %s (%s)", key, len,
@@ -118,23 +110,14 @@ static void one_owner_refill(void)
     CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
 }
 
-/* The route of key as seen by a member: bitmask of nodes with memory / ssd. */
+/* The route of key as seen by a member: bitmask of nodes with memory / ssd
+ * (both 0 when RouteInfo fails). */
 static void route_of(raw_member *rm, const char *key, uint64_t *mem, uint64_t *ssd)
 {
-    Fx__RouteInfoReq req = FX__ROUTE_INFO_REQ__INIT;
-    req.key = (ProtobufCBinaryData){.len = strlen(key), .data = (uint8_t *)key};
-    ProtobufCMessage *m = raw_member_call(rm, MSG_ROUTE_INFO, &req.base, 5000);
-    *mem = *ssd = 0;
-    if (m && msg_status(m) == 0) {
-        Fx__RouteInfoResp *r = (Fx__RouteInfoResp *)m;
-        for (size_t i = 0; i < r->n_replicas; i++) {
-            if (r->replicas[i]->memory)
-                *mem |= 1ull << (r->replicas[i]->node_id & 63);
-            if (r->replicas[i]->ssd)
-                *ssd |= 1ull << (r->replicas[i]->node_id & 63);
-        }
-    }
-    msg_free(m);
+    raw_route rt;
+    raw_member_route(rm, key, &rt);
+    *mem = rt.mem;
+    *ssd = rt.ssd;
 }
 
 static void two_owners_remote_refill(void)
@@ -152,7 +135,7 @@ static void two_owners_remote_refill(void)
      * more values, so its only copy is owner0's SSD. */
     const char *probe = "remote-probe";
     size_t plen = 9 * MIB + 123;
-    uint8_t *v = make_value(probe, plen);
+    uint8_t *v = value_make(value_seed(probe), plen);
     REQUIRE(fx_put(c0, probe, strlen(probe), v, plen) == 0, "put probe");
     free(v);
     char key[64];
@@ -162,7 +145,7 @@ static void two_owners_remote_refill(void)
         if (!mem && ssd)
             break;
         snprintf(key, sizeof key, "filler-%d", i);
-        v = make_value(key, 8 * MIB);
+        v = value_make(value_seed(key), 8 * MIB);
         REQUIRE(fx_put(c0, key, strlen(key), v, 8 * MIB) == 0, "put %s: %s", key,
                 fx_last_error_detail());
         free(v);

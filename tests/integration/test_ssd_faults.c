@@ -39,6 +39,7 @@
 #include "fluxon/fluxon.h"
 #include "raw_member.h"
 #include "testlib.h"
+#include "values.h"
 
 #define MIB (1ull << 20)
 #define PERSIST_DELAY_MS 500
@@ -60,64 +61,26 @@ static void sleep_ms(unsigned ms)
 }
 
 /* The bytes of version `ver` of key: distinct per key and per version. */
-static uint8_t *make_value(const char *key, int ver, size_t len)
+static unsigned long long value_seed(const char *key, int ver)
 {
-    uint8_t *v = malloc(len ? len : 1);
-    unsigned long long s = (XXH3_64bits(key, strlen(key)) + (unsigned long long)ver * 0x9e37) | 1;
-    for (size_t i = 0; i < len; i++)
-        v[i] = (uint8_t)(test_rand(&s) >> 56);
-    return v;
+    return (XXH3_64bits(key, strlen(key)) + (unsigned long long)ver * 0x9e37) | 1;
 }
 
 static bool same(const fx_holder *h, const char *key, int ver, size_t len)
 {
-    if (fx_holder_len(h) != len)
-        return false;
-    uint8_t *want = make_value(key, ver, len);
-    bool ok = memcmp(fx_holder_data(h), want, len) == 0;
-    free(want);
-    return ok;
+    return value_holder_is(h, value_seed(key, ver), len);
 }
 
 static int put(fx_client *c, const char *key, int ver, size_t len)
 {
-    uint8_t *v = make_value(key, ver, len);
-    int r = fx_put(c, key, strlen(key), v, len);
-    free(v);
-    return r;
+    return value_put(c, key, value_seed(key, ver), len);
 }
 
-/* What the master's route of a key says. */
-typedef struct route_view {
-    bool found;
-    uint64_t pid_time;
-    uint32_t pid_version;
-    uint64_t len;
-    uint64_t mem, ssd; /* bitmasks of node ids */
-} route_view;
-
-static route_view route_of(raw_member *rm, const char *key)
+/* What the master's route of a key says (found false when RouteInfo fails). */
+static raw_route route_of(raw_member *rm, const char *key)
 {
-    route_view v = {0};
-    Fx__RouteInfoReq req = FX__ROUTE_INFO_REQ__INIT;
-    req.key = (ProtobufCBinaryData){.len = strlen(key), .data = (uint8_t *)key};
-    ProtobufCMessage *m = raw_member_call(rm, MSG_ROUTE_INFO, &req.base, 5000);
-    if (m && msg_status(m) == 0) {
-        Fx__RouteInfoResp *r = (Fx__RouteInfoResp *)m;
-        v.found = true;
-        if (r->put_id) {
-            v.pid_time = r->put_id->time_ms;
-            v.pid_version = r->put_id->version;
-        }
-        v.len = r->len;
-        for (size_t i = 0; i < r->n_replicas; i++) {
-            if (r->replicas[i]->memory)
-                v.mem |= 1ull << (r->replicas[i]->node_id & 63);
-            if (r->replicas[i]->ssd)
-                v.ssd |= 1ull << (r->replicas[i]->node_id & 63);
-        }
-    }
-    msg_free(m);
+    raw_route v;
+    raw_member_route(rm, key, &v);
     return v;
 }
 
@@ -130,7 +93,7 @@ static void stop(test_cluster *tc, int failed_before)
     CHECK(cluster_stop(tc) == 0, "cluster stopped cleanly");
 }
 
-static bool same_pid(route_view a, route_view b)
+static bool same_pid(raw_route a, raw_route b)
 {
     return a.pid_time == b.pid_time && a.pid_version == b.pid_version;
 }
@@ -157,7 +120,7 @@ static int push_out_of_dram(fx_client *c, raw_member *rm, const char *const *key
     for (int i = 0; i <= max_fillers; i++) {
         bool all = true;
         for (int k = 0; k < n_keys; k++) {
-            route_view v = route_of(rm, keys[k]);
+            raw_route v = route_of(rm, keys[k]);
             if (v.mem || !v.ssd)
                 all = false;
         }
@@ -223,32 +186,32 @@ static void overwrite_during_persist(void)
 
     /* The values are made up front: back to back means back to back, even
      * in a slow (sanitizer) build. */
-    uint8_t *va1 = make_value(ka, 1, len1), *va2 = make_value(ka, 2, len2);
-    uint8_t *vb1 = make_value(kb, 1, len1), *vb2 = make_value(kb, 2, len2);
+    uint8_t *va1 = value_make(value_seed(ka, 1), len1), *va2 = value_make(value_seed(ka, 2), len2);
+    uint8_t *vb1 = value_make(value_seed(kb, 1), len1), *vb2 = value_make(value_seed(kb, 2), len2);
     REQUIRE(va1 && va2 && vb1 && vb2, "oom");
 
     /* ka: v2 right behind v1. */
     REQUIRE(fx_put(c, ka, strlen(ka), va1, len1) == 0, "put %s v1", ka);
     REQUIRE(fx_put(c, ka, strlen(ka), va2, len2) == 0, "put %s v2", ka);
-    route_view a2 = route_of(&obs, ka);
+    raw_route a2 = route_of(&obs, ka);
     CHECK(a2.found && a2.len == len2 && !a2.ssd,
           "%s: the route is v2's, without an SSD copy while the commits are held back", ka);
 
     /* kb: v2 half way through v1's delay, so that v1's late commit lands
      * well before v2's: the route must not show an SSD copy in between. */
     REQUIRE(fx_put(c, kb, strlen(kb), vb1, len1) == 0, "put %s v1", kb);
-    route_view b1 = route_of(&obs, kb);
+    raw_route b1 = route_of(&obs, kb);
     sleep_ms(PERSIST_DELAY_MS / 2);
-    route_view b1_late = route_of(&obs, kb);
+    raw_route b1_late = route_of(&obs, kb);
     CHECK(same_pid(b1, b1_late) && !b1_late.ssd, "%s: v1's commit is still held back", kb);
     REQUIRE(fx_put(c, kb, strlen(kb), vb2, len2) == 0, "put %s v2", kb);
     uint64_t t2 = now_ms();
-    route_view b2 = route_of(&obs, kb);
+    raw_route b2 = route_of(&obs, kb);
     CHECK(b1.found && b2.found && !same_pid(b1, b2) && b2.len == len2,
           "%s: the overwrite has its own put_id", kb);
     int polls = 0, early_ssd = 0, wrong_pid = 0;
     while (now_ms() < t2 + PERSIST_DELAY_MS * 4 / 5) {
-        route_view v = route_of(&obs, kb);
+        raw_route v = route_of(&obs, kb);
         polls++;
         if (v.ssd)
             early_ssd++;
@@ -266,7 +229,7 @@ static void overwrite_during_persist(void)
           "%s: the SSD copy came with v2's commit (%llu ms after v2's put)", kb,
           (unsigned long long)(t_ssd - t2));
     CHECK(wait_ssd(&obs, ka, 5000), "%s: v2's own commit publishes its SSD copy", ka);
-    route_view a3 = route_of(&obs, ka), b3 = route_of(&obs, kb);
+    raw_route a3 = route_of(&obs, ka), b3 = route_of(&obs, kb);
     CHECK(same_pid(a3, a2) && same_pid(b3, b2) && a3.len == len2 && b3.len == len2,
           "the published SSD copies are v2's");
     free(va1);
@@ -354,7 +317,7 @@ static void ring_eviction(void)
     int empty = 0; /* routes with neither a memory replica nor an SSD copy */
     for (int i = 0; i < n; i++) {
         snprintf(key, sizeof key, "ring-%d", i);
-        route_view v = route_of(&obs, key);
+        raw_route v = route_of(&obs, key);
         if (v.ssd)
             ssd_bytes += v.len;
         if (v.found && !v.mem && !v.ssd)
@@ -518,7 +481,7 @@ static void corrupted_shards(void)
     CHECK(r != 0 || same(h, local, 0, plen), "no corrupt bytes from the local refill");
     if (h)
         fx_holder_release(h);
-    route_view v = route_of(&obs, local);
+    raw_route v = route_of(&obs, local);
     CHECK(!v.ssd && !v.mem, "the route forgot the corrupted SSD copy (found %d ssd %llx)", v.found,
           (unsigned long long)v.ssd);
     /* Remote refill: owner1 asks, owner0 stages from its SSD. */

@@ -14,10 +14,10 @@
  */
 #include "owner/dataplane/dataplane.h"
 #include "owner/dataplane/dp_frame.h"
+#include "dp_raw.h"
 #include "testlib.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -606,89 +606,13 @@ static int raw_connect(int port)
     return fd;
 }
 
-static bool send_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return false;
-        b += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-/* Reads exactly n bytes; false on EOF, error or timeout. */
-static bool recv_all(int fd, void *p, size_t n)
-{
-    uint8_t *b = p;
-    while (n) {
-        ssize_t r = recv(fd, b, n, 0);
-        if (r <= 0)
-            return false;
-        b += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-/* True when the server hangs up (EOF or reset) before the receive timeout,
- * discarding anything it still sends. */
-static bool hung_up(int fd)
-{
-    uint8_t buf[4096];
-    for (;;) {
-        ssize_t r = recv(fd, buf, sizeof buf, 0);
-        if (r == 0 || (r < 0 && errno == ECONNRESET))
-            return true;
-        if (r < 0)
-            return false; /* timeout */
-    }
-}
-
-static void send_hdr(int fd, uint8_t op, uint64_t id, uint64_t off, uint32_t len)
-{
-    uint8_t b[DP_HDR_LEN];
-    dp_hdr_encode(&(dp_hdr){.op = op, .id = id, .offset = off, .len = len}, b);
-    send_all(fd, b, sizeof b);
-}
-
-static void send_hello(int fd, uint32_t node, uint64_t tomb, const uint8_t *tok, size_t toklen)
-{
-    uint8_t body[DP_HELLO_MAX_BODY];
-    size_t n = dp_hello_encode(&(dp_hello){.tomb_tag = tomb, .node_id = node, .token = tok,
-                                           .token_len = toklen},
-                               body, sizeof body);
-    send_hdr(fd, DP_HELLO, 42, 0, (uint32_t)n);
-    send_all(fd, body, n);
-}
-
-/* Reads one reply header and, for an error, its detail. */
-static bool recv_reply(int fd, dp_hdr *h, char *detail, size_t cap)
-{
-    uint8_t b[DP_HDR_LEN];
-    if (!recv_all(fd, b, sizeof b))
-        return false;
-    dp_hdr_decode(b, h);
-    if (dp_hdr_check(h, DP_DIR_REPLY) != 0)
-        return false;
-    detail[0] = 0;
-    if (h->status < 0 && h->len) {
-        if (h->len >= cap || !recv_all(fd, detail, h->len))
-            return false;
-        detail[h->len] = 0;
-    }
-    return true;
-}
-
 static void raw_garbage(int port)
 {
     int fd = raw_connect(port);
     uint8_t junk[DP_HDR_LEN];
     memset(junk, 0xab, sizeof junk);
-    send_all(fd, junk, sizeof junk);
-    CHECK(hung_up(fd), "garbage: the server hung up");
+    dp_raw_send_all(fd, junk, sizeof junk);
+    CHECK(dp_raw_hung_up(fd), "garbage: the server hung up");
     close(fd);
 }
 
@@ -697,33 +621,33 @@ static void raw_truncated(int port)
     int fd = raw_connect(port);
     uint8_t b[DP_HDR_LEN];
     dp_hdr_encode(&(dp_hdr){.op = DP_READ, .id = 1, .len = 10}, b);
-    send_all(fd, b, 10);
+    dp_raw_send_all(fd, b, 10);
     shutdown(fd, SHUT_WR);
-    CHECK(hung_up(fd), "truncated header: the server hung up");
+    CHECK(dp_raw_hung_up(fd), "truncated header: the server hung up");
     close(fd);
 }
 
 static void raw_oversized_hello(int port)
 {
     int fd = raw_connect(port);
-    send_hdr(fd, DP_HELLO, 1, 0, 1u << 30);
-    CHECK(hung_up(fd), "a 1 GiB HELLO: the server hung up without reading it");
+    dp_raw_send_hdr(fd, DP_HELLO, 1, 0, 1u << 30);
+    CHECK(dp_raw_hung_up(fd), "a 1 GiB HELLO: the server hung up without reading it");
     close(fd);
 }
 
 static void raw_read_before_hello(int port)
 {
     int fd = raw_connect(port);
-    send_hdr(fd, DP_READ, 77, 0, 100);
-    send_hdr(fd, DP_READ, 78, 100, 100); /* pipelined, must not be answered */
+    dp_raw_send_hdr(fd, DP_READ, 77, 0, 100);
+    dp_raw_send_hdr(fd, DP_READ, 78, 100, 100); /* pipelined, must not be answered */
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
     CHECK(got && h.op == DP_READ_DATA && h.id == 77 && h.status == FX_EPROTO &&
               strstr(detail, "before"),
           "READ before HELLO: refused with FX_EPROTO (%d) and a detail (%s)", got ? h.status : 0,
           got ? detail : "no reply");
-    CHECK(hung_up(fd), "READ before HELLO: then the server hung up");
+    CHECK(dp_raw_hung_up(fd), "READ before HELLO: then the server hung up");
     close(fd);
 }
 
@@ -731,13 +655,13 @@ static void raw_bad_token(int port)
 {
     int fd = raw_connect(port);
     static const uint8_t bad[] = "guess";
-    send_hello(fd, 1, 11, bad, sizeof bad - 1);
+    dp_raw_send_hello(fd, 1, 11, bad, sizeof bad - 1);
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    bool got = recv_reply(fd, &h, detail, sizeof detail);
+    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
     CHECK(got && h.op == DP_HELLO_REFUSED && h.id == 42 && h.status == FX_ESTALE,
           "a raw hello with a bad token is refused (%s)", got ? detail : "no reply");
-    CHECK(hung_up(fd), "bad token: then the server hung up");
+    CHECK(dp_raw_hung_up(fd), "bad token: then the server hung up");
     close(fd);
 }
 
@@ -745,30 +669,30 @@ static void raw_bad_token(int port)
 static void raw_conforming(int port)
 {
     int fd = raw_connect(port);
-    send_hello(fd, 1, 11, TOKEN, sizeof TOKEN - 1);
+    dp_raw_send_hello(fd, 1, 11, TOKEN, sizeof TOKEN - 1);
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    CHECK(recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK && h.id == 42,
+    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK && h.id == 42,
           "raw hello accepted");
-    send_hdr(fd, DP_READ, 5, 1001, 333);
+    dp_raw_send_hdr(fd, DP_READ, 5, 1001, 333);
     uint8_t data[333];
-    CHECK(recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_READ_DATA && h.id == 5 &&
+    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_READ_DATA && h.id == 5 &&
               h.status == 0 && h.len == 333 && h.offset == 1001,
           "raw READ answered");
-    CHECK(recv_all(fd, data, sizeof data) && holds(data, 0, B.seed, 1001, sizeof data),
+    CHECK(dp_raw_recv_all(fd, data, sizeof data) && holds(data, 0, B.seed, 1001, sizeof data),
           "raw READ payload is the segment's bytes");
     uint8_t w[77];
     memset(w, 0xee, sizeof w);
-    send_hdr(fd, DP_WRITE, 6, 9999, sizeof w);
-    send_all(fd, w, sizeof w);
-    CHECK(recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_WRITE_ACK && h.id == 6 &&
+    dp_raw_send_hdr(fd, DP_WRITE, 6, 9999, sizeof w);
+    dp_raw_send_all(fd, w, sizeof w);
+    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_WRITE_ACK && h.id == 6 &&
               h.status == 0,
           "raw WRITE acknowledged");
-    send_hdr(fd, DP_READ, 7, SEG, 1);
-    CHECK(recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_READ_DATA && h.id == 7 &&
+    dp_raw_send_hdr(fd, DP_READ, 7, SEG, 1);
+    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_READ_DATA && h.id == 7 &&
               h.status == FX_EINVAL,
           "raw READ past the end refused with FX_EINVAL (%s)", detail);
-    CHECK(hung_up(fd), "then the server hung up");
+    CHECK(dp_raw_hung_up(fd), "then the server hung up");
     close(fd);
 }
 
@@ -776,14 +700,15 @@ static void raw_conforming(int port)
 static void raw_half_write(int port)
 {
     int fd = raw_connect(port);
-    send_hello(fd, 1, 11, TOKEN, sizeof TOKEN - 1);
+    dp_raw_send_hello(fd, 1, 11, TOKEN, sizeof TOKEN - 1);
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    CHECK(recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK, "hello accepted");
+    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK,
+          "hello accepted");
     uint8_t w[100];
     memset(w, 0xcd, sizeof w);
-    send_hdr(fd, DP_WRITE, 8, 20000, 1000);
-    send_all(fd, w, sizeof w);
+    dp_raw_send_hdr(fd, DP_WRITE, 8, 20000, 1000);
+    dp_raw_send_all(fd, w, sizeof w);
     close(fd);
 }
 
@@ -792,10 +717,10 @@ static void raw_half_write(int port)
 static void raw_lingering(int port)
 {
     int fd = raw_connect(port);
-    send_hdr(fd, DP_WRITE, 1, 0, 64);
+    dp_raw_send_hdr(fd, DP_WRITE, 1, 0, 64);
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    CHECK(recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_WRITE_ACK &&
+    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_WRITE_ACK &&
               h.status == FX_EPROTO,
           "WRITE before HELLO refused");
     uint8_t junk[1024];

@@ -3,6 +3,8 @@
  */
 #include "raw_member.h"
 
+#include "fluxon/fluxon.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -169,6 +171,38 @@ int raw_member_register(raw_member *rm, const char *master_addr, const char *clu
     msg_free(m);
     raw_member_poll(rm, 50);
     return 0;
+}
+
+int raw_member_route(raw_member *rm, const char *key, raw_route *out)
+{
+    memset(out, 0, sizeof *out);
+    Fx__RouteInfoReq req = FX__ROUTE_INFO_REQ__INIT;
+    req.key = (ProtobufCBinaryData){.len = strlen(key), .data = (uint8_t *)key};
+    ProtobufCMessage *m = raw_member_call(rm, MSG_ROUTE_INFO, &req.base, 5000);
+    if (!m)
+        return FX_ECONN;
+    int status = msg_status(m);
+    if (status == 0) {
+        Fx__RouteInfoResp *r = (Fx__RouteInfoResp *)m;
+        out->found = true;
+        out->len = r->len;
+        if (r->put_id) {
+            out->pid_time = r->put_id->time_ms;
+            out->pid_version = r->put_id->version;
+        }
+        for (size_t i = 0; i < r->n_replicas; i++) {
+            uint32_t node = r->replicas[i]->node_id;
+            if (node >= 64)
+                continue;
+            if (r->replicas[i]->memory)
+                out->mem |= 1ull << node;
+            if (r->replicas[i]->ssd)
+                out->ssd |= 1ull << node;
+        }
+        out->durable_slots = r->durable_slots_used;
+    }
+    msg_free(m);
+    return status;
 }
 
 const char *raw_member_data_addr(raw_member *rm, uint32_t node_id)

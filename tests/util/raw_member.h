@@ -11,6 +11,7 @@
 #ifndef FX_TESTS_RAW_MEMBER_H
 #define FX_TESTS_RAW_MEMBER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,21 @@ int raw_member_register(raw_member *rm, const char *master_addr, const char *clu
  * transport failure. Free the result with msg_free. */
 ProtobufCMessage *raw_member_call(raw_member *rm, uint16_t type, const ProtobufCMessage *req,
                                   int timeout_ms);
+/* What the master's route of a key says (RouteInfo). Node ids of 64 and up
+ * are left out of the masks. */
+typedef struct raw_route {
+    bool found;             /* the master answered with status 0 */
+    uint64_t len;           /* the value's length */
+    uint64_t pid_time;      /* the committed put id (0, 0 without one) */
+    uint32_t pid_version;
+    uint64_t mem, ssd;      /* bitmasks of node ids with a memory / SSD replica */
+    uint32_t durable_slots; /* durable get slots in use */
+} raw_route;
+
+/* Asks the master for the route of key. Returns 0, the master's status
+ * (a negative FX_E* code, e.g. FX_ENOTFOUND), or FX_ECONN without an answer;
+ * on failure *out is all zero (found false). */
+int raw_member_route(raw_member *rm, const char *key, raw_route *out);
 /* The data-plane address of node_id from the last member table ("" if unknown). */
 const char *raw_member_data_addr(raw_member *rm, uint32_t node_id);
 /* Reads pushes for up to ms (to pick up a member table). */
