@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-ssd fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -49,6 +49,15 @@ bench-cluster: build
 
 bench-ssd: build
 	@./scripts/bench_ssd.sh $(BUILD)
+
+# SSD refill (issue 5): fio, then local and remote refills from the SSD tier
+# (docs/benchmarks.md). Not part of `make bench`: it takes a few minutes and about
+# 2 x FX_REFILL_SSD_MIB (4096) + FX_REFILL_FIO_MIB (2048) MiB of disk under /tmp
+# (fallocated shard files, removed at the end). Huge pages for two owners of
+# FX_REFILL_DRAM_MIB (512) and fio's buffers are reserved first (root only).
+bench-ssd-refill: build
+	@./scripts/hugepages.sh $$(( (2 * $${FX_REFILL_DRAM_MIB:-512} + 32) * 1048576 )) && \
+		$(BUILD)/bench/fx_bench_ssd_refill
 
 clean:
 	rm -rf build build-asan build-tsan

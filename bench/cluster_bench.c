@@ -5,7 +5,7 @@
  * single loopback stream).
  *
  * Rows, each measured for FX_BENCH_SECONDS (default 2) after a short warmup:
- *   - loopback-tcp: two threads of this process, one 127.0.0.1 TCP
+ *   - loopback-tcp (loopback.c): two threads of this process, one 127.0.0.1 TCP
  *     connection tuned like the data plane (TCP_NODELAY, reno, 4 MiB socket
  *     buffers); the sender writes 4 MiB chunks from a pre-touched 256 MiB
  *     buffer, the receiver reads them into a distinct pre-touched 256 MiB ring
@@ -36,8 +36,6 @@
  * `--json FILE` also writes every row and check as one JSON object per line.
  */
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -46,14 +44,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
 #include "../tests/util/cluster.h"
 #include "fluxon/fluxon.h"
 #include "hist.h"
+#include "loopback.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * KIB)
@@ -65,8 +62,7 @@
                                     also loopback-4k's sender buffer */
 #define LB_SRC_BYTES (256 * MIB) /* the loopback sender's buffer */
 #define RING_BYTES (256 * MIB)   /* the loopback receiver's ring */
-#define LOOP_CHUNK (4 * MIB)     /* one loopback send / receive unit */
-#define SOCK_BUF (4 << 20)       /* as the data plane's DP_SOCK_BUF */
+#define LOOP_CHUNK LB_CHUNK      /* one loopback send / receive unit */
 #define ROUND_BYTES (128 * MIB)  /* bytes of keys per pull round, and per push thread */
 #define SAMPLE 64                /* bytes compared at each checked spot */
 #define MAX_THREADS 2
@@ -197,43 +193,6 @@ static uint8_t *touched_alloc(size_t len, int seed)
     return p;
 }
 
-/* Pre-touched private memory on transparent huge pages where the kernel gives
- * them (2 MiB aligned, MADV_HUGEPAGE before the first touch): the owners'
- * segments are on 2 MiB pages when reserved, and on this kind of guest (shadow
- * paging) the page size alone changes a loopback stream by up to 3x.
- * *huge_kib: how much of
- * it the kernel put on huge pages (AnonHugePages in /proc/self/smaps). */
-static uint8_t *huge_alloc(size_t len, int seed, unsigned long long *huge_kib)
-{
-    size_t align = 2 * MIB;
-    uint8_t *p = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                      0);
-    if (p == MAP_FAILED) {
-        fprintf(stderr, "%s: cannot map %zu bytes: %s\n", prog, len, strerror(errno));
-        exit(1);
-    }
-    uint8_t *a = (uint8_t *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
-    if (a > p)
-        munmap(p, (size_t)(a - p));
-    munmap(a + len, (size_t)(p + align - a));
-    madvise(a, len, MADV_HUGEPAGE); /* a hint: 4 KiB pages when refused */
-    memset(a, 0x5a ^ seed, len);
-    *huge_kib = 0;
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    bool inside = false;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long long lo, hi, kib;
-        if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2)
-            inside = (uintptr_t)a >= lo && (uintptr_t)a < hi;
-        else if (inside && sscanf(line, "AnonHugePages: %llu kB", &kib) == 1)
-            *huge_kib = kib;
-    }
-    if (f)
-        fclose(f);
-    return a;
-}
-
 /* ---- values: stamps and checks --------------------------------------------- */
 
 /* A value's stamp, in its first and last 16 bytes: which write it is. */
@@ -286,158 +245,18 @@ static int check_value(const uint8_t *got, size_t got_len, const uint8_t *src, s
 
 /* ---- loopback TCP ------------------------------------------------------------ */
 
-/* The data plane's socket settings (src/owner/dataplane: dp_tune_socket).
- * cc receives the congestion control the socket ended up with. */
-static void tune_socket(int fd, char *cc, size_t cap)
-{
-    int one = 1, sz = SOCK_BUF;
-    static const char reno[] = "reno";
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, reno, sizeof reno - 1); /* may be refused */
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
-    if (cc) {
-        socklen_t len = (socklen_t)cap - 1;
-        if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &len) < 0)
-            snprintf(cc, cap, "?");
-        else
-            cc[len < cap ? len : cap - 1] = 0;
-    }
-}
-
-/* A connected 127.0.0.1 pair: *snd connects, *rcv is accepted. Both are
- * tuned before the handshake (so the window scale fits the buffers). Returns
- * 0 or -1 after printing why. */
-static int tcp_pair(int *snd, int *rcv, char *cc, size_t cap)
-{
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), s = -1, r = -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    if (l < 0)
-        goto fail;
-    tune_socket(l, NULL, 0);
-    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 1) < 0 ||
-        getsockname(l, (struct sockaddr *)&a, &alen) < 0)
-        goto fail;
-    s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        goto fail;
-    tune_socket(s, cc, cap);
-    if (connect(s, (struct sockaddr *)&a, sizeof a) < 0)
-        goto fail;
-    r = accept(l, NULL, NULL);
-    if (r < 0)
-        goto fail;
-    tune_socket(r, NULL, 0);
-    close(l);
-    *snd = s;
-    *rcv = r;
-    return 0;
-fail:
-    fprintf(stderr, "%s: loopback pair: %s\n", prog, strerror(errno));
-    if (l >= 0)
-        close(l);
-    if (s >= 0)
-        close(s);
-    return -1;
-}
-
-/* The two buffers of a stream: the sender's source and the receiver's ring. */
-typedef struct lb_bufs {
-    const uint8_t *src; /* LB_SRC_BYTES */
-    uint8_t *ring;      /* RING_BYTES */
-} lb_bufs;
-
-typedef struct lb_sender {
-    int fd;
-    const uint8_t *src; /* LB_SRC_BYTES */
-    atomic_bool stop;
-    int err;
-} lb_sender;
-
-static void *lb_send_main(void *arg)
-{
-    lb_sender *s = arg;
-    size_t off = 0;
-    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
-        for (size_t done = 0; done < LOOP_CHUNK;) {
-            ssize_t n = send(s->fd, s->src + off + done, LOOP_CHUNK - done, MSG_NOSIGNAL);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                s->err = n < 0 ? errno : EPIPE;
-                return NULL;
-            }
-            done += (size_t)n;
-        }
-        off += LOOP_CHUNK;
-        if (off + LOOP_CHUNK > LB_SRC_BYTES)
-            off = 0;
-    }
-    shutdown(s->fd, SHUT_WR);
-    return NULL;
-}
-
-/* Reads exactly len bytes; 0, or an errno (EPIPE at end of stream). */
-static int recv_full(int fd, uint8_t *to, size_t len)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = recv(fd, to + done, len - done, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? errno : EPIPE;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
-/* One stream for warm_ns + run_ns; the measured part goes into *r (ops =
- * 4 MiB chunks received, latency = the time to receive one chunk) and *h.
- * Returns 0 or -1 after printing why. */
+/* One stream (loopback.h) for warm_ns + run_ns; the measured part is added
+ * to *r (ops = 4 MiB chunks received, latency = the time to receive one
+ * chunk) and *h. Returns 0 or -1 after printing why. */
 static int loopback_measure(const lb_bufs *lb, uint64_t warm_ns, uint64_t run_ns, row *r,
                             hist *h, char *cc, size_t cap)
 {
-    uint8_t *ring = lb->ring;
-    static lb_sender s;
-    int rfd;
-    memset(&s, 0, sizeof s);
-    if (tcp_pair(&s.fd, &rfd, cc, cap) < 0)
+    uint64_t chunks;
+    double secs;
+    if (lb_stream(lb, warm_ns, run_ns, &chunks, &secs, h, cc, cap) < 0)
         return -1;
-    s.src = lb->src;
-    pthread_t th;
-    if (pthread_create(&th, NULL, lb_send_main, &s) != 0) {
-        fprintf(stderr, "%s: cannot start a thread\n", prog);
-        exit(1);
-    }
-    size_t off = 0;
-    int err = 0;
-    uint64_t t0 = now_ns(), start = t0 + warm_ns, end = start + run_ns, ops = 0, t = t0;
-    while (!err && t < end) {
-        uint64_t c0 = now_ns();
-        err = recv_full(rfd, ring + off, LOOP_CHUNK);
-        t = now_ns();
-        off += LOOP_CHUNK;
-        if (off + LOOP_CHUNK > RING_BYTES)
-            off = 0;
-        if (c0 >= start && !err) {
-            hist_add(h, t - c0);
-            ops++;
-        }
-    }
-    atomic_store(&s.stop, true);
-    /* Drain until the sender's shutdown, so it never blocks in send. */
-    while (!err && recv(rfd, ring, LOOP_CHUNK, 0) > 0)
-        ;
-    pthread_join(th, NULL);
-    close(s.fd);
-    close(rfd);
-    if (err || s.err) {
-        fprintf(stderr, "%s: loopback stream: %s\n", prog, strerror(err ? err : s.err));
-        return -1;
-    }
-    r->ops += ops;
-    r->secs += (double)(t - (start > t0 ? start : t0)) / 1e9;
+    r->ops += chunks;
+    r->secs += secs;
     return 0;
 }
 
@@ -926,9 +745,14 @@ int main(int argc, char **argv)
     /* The baseline stream on the owners' kind of pages, and one on 4 KiB pages
      * to show what the page size alone costs. */
     unsigned long long src_huge, ring_huge;
-    lb_bufs lb = {.src = huge_alloc(LB_SRC_BYTES, 3, &src_huge),
-                  .ring = huge_alloc(RING_BYTES, 9, &ring_huge)};
-    lb_bufs lb4k = {.src = b.pool, .ring = touched_alloc(RING_BYTES, 11)};
+    lb_bufs lb = {.src = lb_huge_alloc(LB_SRC_BYTES, 3, &src_huge),
+                  .src_len = LB_SRC_BYTES,
+                  .ring = lb_huge_alloc(RING_BYTES, 9, &ring_huge),
+                  .ring_len = RING_BYTES};
+    if (!lb.src || !lb.ring)
+        return 1;
+    lb_bufs lb4k = {.src = b.pool, .src_len = POOL_BYTES, .ring = touched_alloc(RING_BYTES, 11),
+                    .ring_len = RING_BYTES};
 
     char model[256];
     cpu_model(model, sizeof model);
