@@ -49,6 +49,7 @@
 
 #include "../tests/util/cluster.h"
 #include "fluxon/fluxon.h"
+#include "benchutil.h"
 #include "hist.h"
 #include "loopback.h"
 
@@ -73,21 +74,6 @@
 static const char *const prog = "cluster-bench";
 
 /* ---- time ------------------------------------------------------------------ */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                          .tv_nsec = (long)(ns % 1000000000ull)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
 
 /* ---- rows ------------------------------------------------------------------ */
 
@@ -562,12 +548,6 @@ static void check(bench *b, const char *name, const char *what, double num, doub
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* PAIRED_ROUNDS alternating rounds of PAIRED_NS of loopback and of 1-thread
  * pulls of ks; the median and range of the per-round ratios (on this shared
  * machine single rows drift by tens of percent between minutes). Returns 0,
@@ -599,27 +579,6 @@ static int paired(bench *b, const lb_bufs *lb, fx_client *writer, fx_client *rea
 }
 
 /* ---- main ------------------------------------------------------------------------ */
-
-static void cpu_model(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10))
-            continue;
-        char *v = strchr(line, ':');
-        if (v) {
-            v += strspn(v, ": \t");
-            v[strcspn(v, "\n")] = 0;
-            snprintf(buf, cap, "%s", v);
-        }
-        break;
-    }
-    fclose(f);
-}
 
 /* The page size of the segment of c's owner, found through the holder of a
  * probe key (a get's holder always lies in the requester's own segment) in
@@ -686,23 +645,6 @@ static void usage(FILE *f)
             SEGMENT_MIB, MIN_SEGMENT_MIB);
 }
 
-/* Reads a positive number from the environment into *out; 0, or -1 after
- * printing why it is not one in (0, max]. */
-static int env_number(const char *name, double max, double *out)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || !(v > 0) || v > max) {
-        fprintf(stderr, "%s: %s=%s is not a number in (0, %g]\n", prog, name, s, max);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *json_path = NULL;
@@ -718,8 +660,8 @@ int main(int argc, char **argv)
         }
     }
     double secs = 2.0, seg_mib = SEGMENT_MIB;
-    if (env_number("FX_BENCH_SECONDS", 3600, &secs) < 0 ||
-        env_number("FX_BENCH_SEGMENT_MIB", 1 << 20, &seg_mib) < 0)
+    if (env_number(prog, "FX_BENCH_SECONDS", 3600, false, &secs) < 0 ||
+        env_number(prog, "FX_BENCH_SEGMENT_MIB", 1 << 20, false, &seg_mib) < 0)
         return 2;
     if (seg_mib < MIN_SEGMENT_MIB) {
         fprintf(stderr, "%s: FX_BENCH_SEGMENT_MIB=%.0f: the key sets need at least %d\n", prog,

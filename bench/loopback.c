@@ -1,5 +1,6 @@
 /* loopback.c - one loopback TCP stream as the data-plane baseline (see loopback.h). */
 #include "loopback.h"
+#include "benchutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,13 +17,6 @@
 #include <unistd.h>
 
 #define SOCK_BUF (4 << 20) /* as the data plane's DP_SOCK_BUF */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The data plane's socket settings (src/owner/dataplane: dp_tune_socket).
  * cc receives the congestion control the socket ended up with. */

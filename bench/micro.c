@@ -40,6 +40,7 @@
 
 #include "../tests/util/cluster.h"
 #include "fluxon/fluxon.h"
+#include "benchutil.h"
 #include "hist.h"
 
 #define KIB 1024ull
@@ -55,21 +56,6 @@
 #define MAX_ROWS 64
 
 /* ---- time and latency histogram ------------------------------------------ */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                          .tv_nsec = (long)(ns % 1000000000ull)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
 
 /* ---- rows ------------------------------------------------------------------ */
 
@@ -598,27 +584,6 @@ static int bench_size(bench *b, size_t size, int nkeys)
 
 /* ---- main ---------------------------------------------------------------------- */
 
-static void cpu_model(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10))
-            continue;
-        char *v = strchr(line, ':');
-        if (v) {
-            v += strspn(v, ": \t");
-            v[strcspn(v, "\n")] = 0;
-            snprintf(buf, cap, "%s", v);
-        }
-        break;
-    }
-    fclose(f);
-}
-
 static void check(bench *b, const char *name, const char *what, double num, double den,
                   bool as_percent, double target, bool at_most)
 {
@@ -639,12 +604,6 @@ static void check(bench *b, const char *name, const char *what, double num, doub
                 "{\"kind\":\"check\",\"name\":\"%s\",\"value\":%.4f,\"baseline\":%.4f,"
                 "\"ratio\":%.4f,\"target\":%.2f,\"pass\":%s}\n",
                 name, num, den, ratio, target, pass ? "true" : "false");
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* 4 MiB puts and 4 MiB memcpys side by side: PAIRED_ROUNDS alternating rounds
@@ -735,23 +694,6 @@ static void usage(FILE *f)
             SEGMENT_MIB);
 }
 
-/* Reads a positive number from the environment into *out; 0, or -1 after
- * printing why it is not one in (0, max]. */
-static int env_number(const char *name, double max, double *out)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || !(v > 0) || v > max) {
-        fprintf(stderr, "micro: %s=%s is not a number in (0, %g]\n", name, s, max);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *json_path = NULL;
@@ -767,8 +709,8 @@ int main(int argc, char **argv)
         }
     }
     double secs = 2.0, seg_mib = SEGMENT_MIB;
-    if (env_number("FX_BENCH_SECONDS", 3600, &secs) < 0 ||
-        env_number("FX_BENCH_SEGMENT_MIB", 1 << 20, &seg_mib) < 0)
+    if (env_number("micro", "FX_BENCH_SECONDS", 3600, false, &secs) < 0 ||
+        env_number("micro", "FX_BENCH_SEGMENT_MIB", 1 << 20, false, &seg_mib) < 0)
         return 2;
     if (seg_mib < 1024) {
         fprintf(stderr, "micro: FX_BENCH_SEGMENT_MIB=%.0f: the key sets need at least 1024\n",

@@ -72,6 +72,7 @@
 #include "../tests/util/cluster.h"
 #include "../tests/util/raw_member.h"
 #include "fluxon/fluxon.h"
+#include "benchutil.h"
 #include "hist.h"
 #include "loopback.h"
 
@@ -101,46 +102,6 @@ static void on_signal(int sig)
 static const size_t sizes[N_SIZES] = {4 * MIB, 16 * MIB};
 
 /* ---- time, environment ------------------------------------------------------ */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                          .tv_nsec = (long)(ns % 1000000000ull)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-/* Reads a number from the environment into *out (unchanged when unset); 0,
- * or -1 after printing why it is not one in (0, max] ([0, max] with
- * zero_ok). */
-static int env_number(const char *name, double max, bool zero_ok, double *out)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || !(v > 0 || (zero_ok && v == 0)) || v > max) {
-        fprintf(stderr, "%s: %s=%s is not a number in %s0, %g]\n", prog, name, s,
-                zero_ok ? "[" : "(", max);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double median(const double *v, int n)
 {
@@ -849,27 +810,6 @@ static void usage(FILE *f)
             "  needs fio (scripts/deps.sh) and about 2 x SSD + fio file of free disk under /tmp\n");
 }
 
-static void cpu_model(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10))
-            continue;
-        char *v = strchr(line, ':');
-        if (v) {
-            v += strspn(v, ": \t");
-            v[strcspn(v, "\n")] = 0;
-            snprintf(buf, cap, "%s", v);
-        }
-        break;
-    }
-    fclose(f);
-}
-
 int main(int argc, char **argv)
 {
     bool do_local = true, do_remote = true;
@@ -888,15 +828,15 @@ int main(int argc, char **argv)
     }
     double rounds = 4, dram = 512, ssd = 4096, put = 1280, read = 0, fio_mib = 2048,
            fio_secs = 1, lb_secs = 1, settle = 3;
-    if (env_number("FX_REFILL_ROUNDS", MAX_ROUNDS, false, &rounds) < 0 ||
-        env_number("FX_REFILL_DRAM_MIB", 1 << 20, false, &dram) < 0 ||
-        env_number("FX_REFILL_SSD_MIB", 1 << 24, false, &ssd) < 0 ||
-        env_number("FX_REFILL_PUT_MIB", 1 << 24, false, &put) < 0 ||
-        env_number("FX_REFILL_READ_MIB", 1 << 24, false, &read) < 0 ||
-        env_number("FX_REFILL_FIO_MIB", 1 << 24, false, &fio_mib) < 0 ||
-        env_number("FX_REFILL_FIO_SECONDS", 600, false, &fio_secs) < 0 ||
-        env_number("FX_REFILL_LOOPBACK_SECONDS", 600, false, &lb_secs) < 0 ||
-        env_number("FX_REFILL_SETTLE_SECONDS", 600, true, &settle) < 0)
+    if (env_number(prog, "FX_REFILL_ROUNDS", MAX_ROUNDS, false, &rounds) < 0 ||
+        env_number(prog, "FX_REFILL_DRAM_MIB", 1 << 20, false, &dram) < 0 ||
+        env_number(prog, "FX_REFILL_SSD_MIB", 1 << 24, false, &ssd) < 0 ||
+        env_number(prog, "FX_REFILL_PUT_MIB", 1 << 24, false, &put) < 0 ||
+        env_number(prog, "FX_REFILL_READ_MIB", 1 << 24, false, &read) < 0 ||
+        env_number(prog, "FX_REFILL_FIO_MIB", 1 << 24, false, &fio_mib) < 0 ||
+        env_number(prog, "FX_REFILL_FIO_SECONDS", 600, false, &fio_secs) < 0 ||
+        env_number(prog, "FX_REFILL_LOOPBACK_SECONDS", 600, false, &lb_secs) < 0 ||
+        env_number(prog, "FX_REFILL_SETTLE_SECONDS", 600, true, &settle) < 0)
         return 2;
     if (read == 0)
         read = dram / 2;

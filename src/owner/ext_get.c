@@ -219,7 +219,7 @@ static void start_ssd_refill(owner *o, pending_get *pg, const Fx__GetStartResp *
     if (r->src_node_id != o->node_id) {
         send_get_revoke(o, r->get_id, false);
         fail_waiters(o, pg, FX_ENOTSUP,
-                     "remote SSD refill is not implemented yet (expected a completed GetStart)");
+                     "an SSD plan naming another owner's copy must come completed by the master (done=true)");
         return;
     }
     if (r->ssd_stage_len < r->len ||
