@@ -113,6 +113,7 @@ typedef struct master {
     uint8_t data_token[MASTER_DATA_TOKEN_LEN]; /* handed to members at Register */
     const placement_policy *placement;
     bool stopping;
+    uint32_t n_ssd_members; /* live members with an SSD tier (placement's SSD rule) */
     alloc_waiter *alloc_waiters;   /* alloc_wait.c: requests waiting for room */
     alloc_waiter *alloc_replaying; /* the waiter being replayed, if any */
     bool alloc_requeued;

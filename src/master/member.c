@@ -73,6 +73,8 @@ void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Register
     }
     mb->last_heartbeat_ms = master_now_ms(m);
     HASH_ADD(hh, m->members, node_id, sizeof mb->node_id, mb);
+    if (mb->kv_ssd_storage)
+        m->n_ssd_members++;
     net_conn_set_data(c, mb);
     net_conn_set_max_body(c, FRAME_MAX_BODY);
     FX_LOG(INFO, "member %u '%s' registered from %s: segment %llu bytes, tomb %llu", mb->node_id,
@@ -166,6 +168,8 @@ void master_member_left(master *m, member *mb, const char *why)
 {
     FX_LOG(WARN, "member %u '%s' left: %s", mb->node_id, mb->name, why);
     HASH_DEL(m->members, mb);
+    if (mb->kv_ssd_storage)
+        m->n_ssd_members--;
     rpc_client *rpc = mb->rpc;
     mb->rpc = NULL;
     rpc_client_free(rpc); /* pending requests to it complete with FX_ECONN */

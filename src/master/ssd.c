@@ -38,11 +38,7 @@ typedef struct persist {
 
 bool master_any_ssd(master *m)
 {
-    member *mb, *tmp;
-    HASH_ITER(hh, m->members, mb, tmp)
-        if (mb->kv_ssd_storage)
-            return true;
-    return false;
+    return m->n_ssd_members > 0;
 }
 
 static void persist_free(persist *p)
