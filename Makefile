@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-ssd bench-ssd-refill fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-hitrate bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -46,6 +46,14 @@ bench: build
 # Owner-to-owner pulls and pushes against one loopback TCP stream (docs/benchmarks.md).
 bench-cluster: build
 	@$(BENCH_CLUSTER)
+
+# Hit rate of the master's replica eviction policy against LRU and Belady's MIN on
+# seeded Zipf traces: simulated, then replayed on a one-owner cluster with a
+# FX_HITRATE_MEMORY_MIB (default 1024) segment, whose huge pages are reserved first
+# (root only). `fx_bench_hitrate --sim-only` needs no cluster.
+bench-hitrate: build
+	@./scripts/hugepages.sh $$(( $${FX_HITRATE_MEMORY_MIB:-1024} * 1048576 )) && \
+		$(BUILD)/bench/fx_bench_hitrate --memory-mib $${FX_HITRATE_MEMORY_MIB:-1024}
 
 bench-ssd: build
 	@./scripts/bench_ssd.sh $(BUILD)

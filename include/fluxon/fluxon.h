@@ -55,6 +55,23 @@ fx_client *fx_connect(const char *socket_path, int *err);
  * old value unreachable for new gets. FX_ENOSPC when the value does not fit. */
 int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t len);
 
+/* Options of fx_put_opts (zero-initialize, then set what you need). */
+typedef struct fx_put_options {
+    /* Binds the value to a lease from fx_lease_allocate (0: none): it is never
+     * evicted from memory, and it is deleted when the lease expires.
+     * FX_ESTALE when the lease is unknown or expired. */
+    uint64_t lease_id;
+    /* FX_EEXIST when the key already has a value, checked when the put starts
+     * and again when it commits (put-if-absent). */
+    int reject_if_exists;
+    /* FX_EBUSY when another put of the same key is in flight. */
+    int reject_if_inflight_same_key;
+} fx_put_options;
+
+/* fx_put with options (opts may be NULL: the same as fx_put). */
+int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, size_t len,
+                const fx_put_options *opts);
+
 /* Looks key up. On success *out is a holder owned by the caller, released with
  * fx_holder_release(). FX_ENOTFOUND on a miss; *out is untouched on failure. */
 int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out);
@@ -70,6 +87,21 @@ void fx_holder_release(fx_holder *h);
 /* Removes key. FX_ENOTFOUND if it was absent. Holders already taken stay valid. */
 int fx_delete(fx_client *c, const char *key, size_t klen);
 
+/* 1 when key has a readable value, 0 when not, or a negative FX_E* code. */
+int fx_exists(fx_client *c, const char *key, size_t klen);
+/* The value's length in *size, or FX_ENOTFOUND. */
+int fx_get_size(fx_client *c, const char *key, size_t klen, uint64_t *size);
+/* How many keys start with prefix (plen may be 0: all keys), from the
+ * master's prefix index; eventually consistent with puts in flight. */
+int fx_count_prefix(fx_client *c, const char *prefix, size_t plen, uint64_t *count);
+
+/* Creates a lease that expires ttl_ms milliseconds from now unless kept
+ * alive; its id goes to *lease_id (see fx_put_options.lease_id). */
+int fx_lease_allocate(fx_client *c, uint64_t ttl_ms, uint64_t *lease_id);
+/* Moves the lease's expiry to its ttl from now. FX_ESTALE when it already
+ * expired (its keys are gone then). */
+int fx_lease_keepalive(fx_client *c, uint64_t lease_id);
+
 /* Per-owner figures of the cluster, as `fluxon stat` prints them. */
 typedef struct fx_owner_stat {
     uint32_t node_id;
@@ -82,6 +114,11 @@ typedef struct fx_owner_stat {
      * and bytes held only by get holders (temporary copies, replaced
      * versions); the rest is in-flight puts and gets. */
     uint64_t replica_bytes, holding_bytes;
+    /* Eviction: the bytes that evictable replicas plus reservations may take
+     * (cache_budget % of the segment), the evictable replicas' bytes, the
+     * reserved bytes (durable gets in flight, SSD persists in flight, leased
+     * replicas), and how many replicas were evicted so far. */
+    uint64_t cache_budget, cache_weight, cache_reserved, evictions;
 } fx_owner_stat;
 
 /* Fills up to cap entries of out and sets *n to the number of owners known.

@@ -1,5 +1,5 @@
 /*
- * api.c - fx_put, fx_get, fx_delete, fx_stat and fx_ping.
+ * api.c - fx_put (and fx_put_opts), fx_get, fx_delete, fx_stat and fx_ping.
  *
  * put: ExternalPutStart gives a staging range in the shared segment, the value
  * is copied there once, ExternalPutTransferEnd commits it (PutDone at the
@@ -22,26 +22,13 @@ static int check_key(const char *key, size_t klen)
     return 0;
 }
 
-/* Runs one call on a pooled connection; fills *resp and returns the call's
- * FX status (transport or the response's own status with its detail). */
-static int call(fx_client *c, uint16_t type, const ProtobufCMessage *req, ProtobufCMessage **resp)
+int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t len)
 {
-    int err = 0;
-    *resp = NULL;
-    xconn *x = client_conn_get(c, &err);
-    if (!x)
-        return err;
-    err = client_call(c, x, type, req, resp);
-    client_conn_put(c, x, err != 0);
-    if (err)
-        return err;
-    int st = msg_status(*resp);
-    if (st)
-        client_fail(st, "%s", msg_detail(*resp));
-    return st;
+    return fx_put_opts(c, key, klen, val, len, NULL);
 }
 
-int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t len)
+int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, size_t len,
+                const fx_put_options *opts)
 {
     client_clear_error();
     int r = check_key(key, klen);
@@ -56,6 +43,13 @@ int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t l
     Fx__ExternalPutStartReq ps = FX__EXTERNAL_PUT_START_REQ__INIT;
     ps.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     ps.len = len;
+    Fx__PutOptions wire_opts = FX__PUT_OPTIONS__INIT;
+    if (opts) {
+        wire_opts.lease_id = opts->lease_id;
+        wire_opts.reject_if_exists = opts->reject_if_exists != 0;
+        wire_opts.reject_if_inflight_same_key = opts->reject_if_inflight_same_key != 0;
+        ps.options = &wire_opts;
+    }
     ProtobufCMessage *m = NULL;
     bool broken = false;
     err = client_call(c, x, MSG_EXT_PUT_START, &ps.base, &m);
@@ -114,7 +108,7 @@ int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
     Fx__ExternalGetReq req = FX__EXTERNAL_GET_REQ__INIT;
     req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     ProtobufCMessage *m;
-    r = call(c, MSG_EXT_GET, &req.base, &m);
+    r = client_request(c, MSG_EXT_GET, &req.base, &m);
     if (r) {
         msg_free(m);
         return r;
@@ -144,7 +138,7 @@ int fx_delete(fx_client *c, const char *key, size_t klen)
     Fx__ExternalDeleteReq req = FX__EXTERNAL_DELETE_REQ__INIT;
     req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     ProtobufCMessage *m;
-    r = call(c, MSG_EXT_DELETE, &req.base, &m);
+    r = client_request(c, MSG_EXT_DELETE, &req.base, &m);
     msg_free(m);
     holder_index_invalidate(c, key, klen);
     return r;
@@ -155,7 +149,7 @@ int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
     client_clear_error();
     Fx__StatReq req = FX__STAT_REQ__INIT;
     ProtobufCMessage *m;
-    int r = call(c, MSG_EXT_STAT, &req.base, &m);
+    int r = client_request(c, MSG_EXT_STAT, &req.base, &m);
     if (r) {
         msg_free(m);
         return r;
@@ -175,6 +169,10 @@ int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
         d->hits_memory = o->hits_memory;
         d->replica_bytes = o->replica_bytes;
         d->holding_bytes = o->holding_bytes;
+        d->cache_budget = o->cache_budget;
+        d->cache_weight = o->cache_weight;
+        d->cache_reserved = o->cache_reserved;
+        d->evictions = o->evictions;
         d->hits_ssd = o->hits_ssd;
         d->misses = o->misses;
         snprintf(d->name, sizeof d->name, "%s", o->name ? o->name : "");
@@ -188,7 +186,7 @@ int fx_ping(fx_client *c)
     client_clear_error();
     Fx__ExternalPingReq req = FX__EXTERNAL_PING_REQ__INIT;
     ProtobufCMessage *m;
-    int r = call(c, MSG_EXT_PING, &req.base, &m);
+    int r = client_request(c, MSG_EXT_PING, &req.base, &m);
     msg_free(m);
     return r;
 }

@@ -74,6 +74,11 @@ void client_conn_close(xconn *x);
  * an FX_E* code (x is then broken). */
 int client_call(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *req,
                 ProtobufCMessage **resp);
+/* One request/response on a pooled connection: fills *resp (freed by the
+ * caller with msg_free, NULL-safe) and returns the call's FX status, the
+ * transport's or the response's own (with its detail recorded). */
+int client_request(fx_client *c, uint16_t type, const ProtobufCMessage *req,
+                   ProtobufCMessage **resp);
 /* Sends a one-way request. */
 int client_notify(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *req);
 /* Reads one whole frame from fd into a malloc'd body. */

@@ -140,6 +140,24 @@ int client_call(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *r
     return 0;
 }
 
+int client_request(fx_client *c, uint16_t type, const ProtobufCMessage *req,
+                   ProtobufCMessage **resp)
+{
+    int err = 0;
+    *resp = NULL;
+    xconn *x = client_conn_get(c, &err);
+    if (!x)
+        return err;
+    err = client_call(c, x, type, req, resp);
+    client_conn_put(c, x, err != 0);
+    if (err)
+        return err;
+    int st = msg_status(*resp);
+    if (st)
+        client_fail(st, "%s", msg_detail(*resp));
+    return st;
+}
+
 int client_notify(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *req)
 {
     return send_frame(x->fd, type, FRAME_ONEWAY, x->next_req_id++, req, c->timeout_ms);

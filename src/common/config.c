@@ -48,6 +48,7 @@ enum cfg_kind {
     CK_LOGLEVEL,     /* int, null sets -1 */
     CK_DURATION,     /* uint64_t milliseconds */
     CK_ENUM,         /* int: the index of the value in names */
+    CK_PERCENT,      /* unsigned percent, "80%" or "80", min..100 */
     CK_STRLIST,      /* char ** + size_t count, null clears */
     CK_SIZELIST,     /* uint64_t * + size_t count, null sets NULL */
 };
@@ -92,6 +93,7 @@ static const struct cfg_key master_keys[] = {
     {"heartbeat_interval", CK_DURATION, MASTER_F(heartbeat_interval_ms), 0, 1, NULL},
     {"heartbeat_timeout", CK_DURATION, MASTER_F(heartbeat_timeout_ms), 0, 1, NULL},
     {"placement", CK_ENUM, MASTER_F(placement), 0, 0, placement_names},
+    {"cache_budget", CK_PERCENT, MASTER_F(cache_budget_pct), 0, 1, NULL},
     {"log_level", CK_LOGLEVEL, MASTER_F(log_level), 0, 0, NULL},
 };
 
@@ -373,6 +375,18 @@ static int apply_scalar(void *cfg, const struct cfg_key *k, const char *label,
         }
         return cfg_err(err, errlen, "%s: invalid value '" CFG_QUOTE "' (expected %s)", label, s,
                        allowed);
+    }
+    case CK_PERCENT: {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s || errno || (*end && strcmp(end, "%") != 0) || *s == '-' || v < k->min ||
+            v > 100)
+            return cfg_err(err, errlen,
+                           "%s: invalid percentage '" CFG_QUOTE "' (expected %llu..100, e.g. 80%%)",
+                           label, s, (unsigned long long)k->min);
+        *FIELD(cfg, k->off, unsigned) = (unsigned)v;
+        return 0;
     }
     default:
         return cfg_err(err, errlen, "%s: not a scalar key", label);
@@ -944,6 +958,7 @@ void master_config_init(master_config *c)
     c->heartbeat_timeout_ms = 3 * c->heartbeat_interval_ms;
     c->heartbeat_timeout_set = false;
     c->placement = PLACEMENT_RANDOM;
+    c->cache_budget_pct = 80;
     c->log_level = -1;
 }
 

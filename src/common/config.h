@@ -28,6 +28,10 @@
  *   heartbeat_timeout: 3s                   # optional, default 3 x heartbeat_interval,
  *                                           # must be > heartbeat_interval
  *   placement: random                       # optional: random|local|remote
+ *   cache_budget: 80%                       # optional, 1..100: the share of each
+ *                                           # owner's segment that memory replicas
+ *                                           # and reservations may take before the
+ *                                           # eviction policy makes room
  *   log_level: warn
  *
  * placement picks the owner of a put's memory replica: "random" (the spec's
@@ -81,6 +85,7 @@ typedef struct master_config {
     uint64_t heartbeat_timeout_ms;
     bool heartbeat_timeout_set;
     int placement;               /* enum placement_policy_kind, default random */
+    unsigned cache_budget_pct;   /* default 80: the evictable share of each segment */
     int log_level;               /* -1: not set */
 } master_config;
 

@@ -2,6 +2,7 @@
  * allocation.c - refcounted segment ranges (see allocation.h).
  */
 #include "master/allocation.h"
+#include "master/replica_cache.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -13,13 +14,34 @@ seg_space *seg_space_new(uint32_t node_id, uint64_t capacity)
     if (!s)
         return NULL;
     s->ra = range_alloc_new(capacity);
-    if (!s->ra) {
+    s->cache = replica_cache_new(capacity);
+    if (!s->ra || !s->cache) {
+        range_alloc_free(s->ra);
+        replica_cache_free(s->cache);
         free(s);
         return NULL;
     }
     s->refs = 1;
     s->node_id = node_id;
+    s->budget = capacity;
     return s;
+}
+
+void seg_space_set_budget(seg_space *s, uint64_t budget)
+{
+    s->budget = budget;
+    replica_cache_set_capacity(s->cache, budget);
+}
+
+void seg_space_reserve(seg_space *s, uint64_t n)
+{
+    s->reserved += n;
+}
+
+void seg_space_release(seg_space *s, uint64_t n)
+{
+    assert(s->reserved >= n);
+    s->reserved -= n;
 }
 
 void seg_space_unref(seg_space *s)
@@ -28,6 +50,8 @@ void seg_space_unref(seg_space *s)
         return;
     assert(s->refs > 0);
     if (--s->refs == 0) {
+        assert(replica_cache_count(s->cache) == 0 && s->reserved == 0);
+        replica_cache_free(s->cache);
         range_alloc_free(s->ra);
         free(s);
     }
@@ -56,6 +80,9 @@ allocation *allocation_new(seg_space *s, uint64_t len, int *err)
     s->refs++;
     a->len = len;
     a->capacity = cap;
+    a->stat_mark = 0;
+    a->reserved = false;
+    a->persisting = false;
     return a;
 }
 
@@ -72,10 +99,27 @@ void allocation_unref(allocation *a)
         return;
     assert(a->refs > 0);
     if (--a->refs == 0) {
+        allocation_unreserve(a);
         int r = range_alloc_release(a->space->ra, a->offset, a->capacity);
         assert(r == 0);
         (void)r;
         seg_space_unref(a->space);
         free(a);
     }
+}
+
+void allocation_reserve(allocation *a)
+{
+    if (a->reserved)
+        return;
+    a->reserved = true;
+    seg_space_reserve(a->space, a->capacity);
+}
+
+void allocation_unreserve(allocation *a)
+{
+    if (!a->reserved)
+        return;
+    a->reserved = false;
+    seg_space_release(a->space, a->capacity);
 }

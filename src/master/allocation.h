@@ -12,6 +12,7 @@
 #ifndef FX_MASTER_ALLOCATION_H
 #define FX_MASTER_ALLOCATION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "master/range_alloc.h"
@@ -23,6 +24,14 @@ typedef struct seg_space {
     int refs;
     uint32_t node_id;
     range_alloc *ra;
+    /* Capacity (capacity.c): the evictable memory replicas of this owner sit
+     * in `cache`, and their weight plus `reserved` (cache_reserved_bytes:
+     * in-flight durable get targets, async SSD persists, leased replicas) is
+     * kept at or under `budget` by evicting. */
+    struct replica_cache *cache;
+    uint64_t budget;
+    uint64_t reserved;
+    uint64_t evictions;
 } seg_space;
 
 typedef struct allocation {
@@ -32,17 +41,31 @@ typedef struct allocation {
     uint64_t len;      /* payload bytes */
     uint64_t capacity; /* bytes taken from the space */
     uint64_t stat_mark; /* stat.c: counted in the Stat pass with this number */
+    bool reserved;      /* its capacity is counted in space->reserved */
+    bool persisting;    /* ssd.c: an SSD persist of it is in flight */
 } allocation;
 
-/* A space over [0, capacity) for node_id, with one reference; NULL on ENOMEM. */
+/* A space over [0, capacity) for node_id, with one reference and an empty
+ * replica cache whose budget is the whole capacity; NULL on ENOMEM. */
 seg_space *seg_space_new(uint32_t node_id, uint64_t capacity);
 void seg_space_unref(seg_space *s);
+void seg_space_set_budget(seg_space *s, uint64_t budget);
+/* Adds / removes n bytes of cache_reserved_bytes not tied to an allocation's
+ * life (an SSD persist in flight). */
+void seg_space_reserve(seg_space *s, uint64_t n);
+void seg_space_release(seg_space *s, uint64_t n);
 
 /* Allocates room for len payload bytes (at least one alignment unit) with one
  * reference. Returns NULL with -ENOSPC / -ENOMEM in *err. */
 allocation *allocation_new(seg_space *s, uint64_t len, int *err);
 allocation *allocation_ref(allocation *a);
-/* Drops a reference (NULL-safe); the last one frees the range. */
+/* Drops a reference (NULL-safe); the last one frees the range (and ends its
+ * reservation). */
 void allocation_unref(allocation *a);
+/* Counts a's capacity in its space's reserved bytes until allocation_unreserve
+ * or the last reference goes (the spec's reservation bound to the
+ * allocation's on-drop callback). Both are idempotent. */
+void allocation_reserve(allocation *a);
+void allocation_unreserve(allocation *a);
 
 #endif

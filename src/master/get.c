@@ -12,6 +12,13 @@
  * and answers whether the owner may cache the holder (only replicas of the
  * current version). GetRevoke and the TTL sweep drop the entry and its
  * references; a durable slot is held from GetStart until the entry goes.
+ *
+ * Capacity: a read of a memory replica (reuse or pull) is a hit for that
+ * replica in its owner's eviction policy. A durable target reserves its
+ * capacity from GetStart (cache_reserved_bytes) until GetDone, where a
+ * promoted target trades the reservation for its place in the replica cache
+ * (a leased route's replica keeps it); GetRevoke, the TTL and a failed
+ * answer release it with the in-flight entry.
  */
 #include "master/master.h"
 
@@ -37,6 +44,8 @@ void master_inflight_get_free(master *m, inflight_get *g)
     }
     if (g->holds_durable_slot && g->route->durable_slots_used)
         g->route->durable_slots_used--;
+    if (g->target && g->mode == FX__GET_MODE__DURABLE_REPLICA)
+        allocation_unreserve(g->target);
     HASH_DEL(m->inflight_gets, g);
     DL_DELETE(m->inflight_get_order, g);
     allocation_unref(g->target);
@@ -99,6 +108,7 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     allocation *target = NULL;
     if (src) {
         target = allocation_ref(src->memory); /* ReuseReplica: no copy */
+        master_note_access(r, mb->node_id);
     } else {
         src = remote_memory_replica(m, r, mb->node_id);
         if (!src && (src = ssd_replica(m, r, mb->node_id)))
@@ -167,6 +177,13 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     g->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
     HASH_ADD(hh, m->inflight_gets, get_id, sizeof g->get_id, g);
     DL_APPEND(m->inflight_get_order, g);
+    if (source_kind == GET_SOURCE_MEMORY && src->node_id != mb->node_id)
+        master_note_access(r, src->node_id);
+    if (mode == FX__GET_MODE__DURABLE_REPLICA) {
+        /* g holds r, its source and its target: evicting cannot free them. */
+        allocation_reserve(target);
+        master_enforce_budget(m, mb->space);
+    }
 
     if (stage) {
         start_stage_read(m, mb, src_member, g, c, h);
@@ -221,6 +238,9 @@ static bool promote(master *m, member *mb, inflight_get *g)
         allocation_unref(a);
         return false;
     }
+    if (!r->lease_id)
+        allocation_unreserve(a); /* the replica cache counts it from now on */
+    master_replica_published(m, r, route_replica(r, mb->node_id));
     return true;
 }
 
@@ -230,19 +250,24 @@ static uint64_t complete_get(master *m, member *mb, inflight_get *g, int *mode_o
                              bool *cacheable_out)
 {
     route *r = g->route;
-    bool current = r->in_table && put_id_eq(r->pid, g->pid);
+    allocation *target = g->target;
     uint64_t holder_id = master_holding_add(m, mb->node_id, g->target);
     if (!holder_id) {
         master_inflight_get_free(m, g);
         return 0;
     }
     int mode = g->mode;
-    if (mode == FX__GET_MODE__DURABLE_REPLICA && !promote(m, mb, g))
+    if (mode == FX__GET_MODE__DURABLE_REPLICA && !promote(m, mb, g)) {
         mode = FX__GET_MODE__TEMPORARY; /* the version moved on: a holder only */
+        allocation_unreserve(g->target);
+    }
     g->target = NULL; /* moved into get_holding */
     /* The owner may cache (and serve without the master) only a replica of
-     * the current version; a temporary is never cached. */
-    bool cacheable = current && mode != FX__GET_MODE__TEMPORARY;
+     * the current version that is still in the route (not evicted meanwhile,
+     * which may have happened while publishing it); a temporary never. */
+    replica *rep = route_replica(r, mb->node_id);
+    bool cacheable = r->in_table && put_id_eq(r->pid, g->pid) &&
+                     mode != FX__GET_MODE__TEMPORARY && rep && rep->memory == target;
     if (cacheable)
         route_note_cached_by(r, mb->node_id);
     master_inflight_get_free(m, g);

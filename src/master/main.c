@@ -4,7 +4,8 @@
  *   fluxon-master --listen HOST:PORT [--http HOST:PORT] [--config FILE]
  *                 [--port-file FILE] [--cluster-name NAME] [--inflight-ttl DUR]
  *                 [--heartbeat-interval DUR] [--heartbeat-timeout DUR]
- *                 [--placement random|local|remote] [--log-level LEVEL]
+ *                 [--placement random|local|remote] [--cache-budget PCT]
+ *                 [--log-level LEVEL]
  *
  * Flags override the config file. A bad value is a startup error naming the
  * key, exit code 2. --port-file receives "HOST:PORT" once listening (useful
@@ -27,7 +28,7 @@ static void usage(FILE *f)
                "                     [--port-file FILE] [--cluster-name NAME]\n"
                "                     [--inflight-ttl DURATION] [--heartbeat-interval DURATION]\n"
                "                     [--heartbeat-timeout DURATION]\n"
-               "                     [--placement random|local|remote]\n"
+               "                     [--placement random|local|remote] [--cache-budget PCT]\n"
                "                     [--log-level error|warn|info|debug]\n");
 }
 
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
         {"heartbeat-interval", required_argument, 0, 'i'},
         {"heartbeat-timeout", required_argument, 0, 'b'},
         {"placement", required_argument, 0, 'P'},
+        {"cache-budget", required_argument, 0, 'B'},
         {"log-level", required_argument, 0, 'v'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
@@ -62,7 +64,7 @@ int main(int argc, char **argv)
     static const char *keys[128] = {
         ['l'] = "listen", ['h'] = "http", ['n'] = "cluster_name",
         ['t'] = "inflight_ttl", ['b'] = "heartbeat_timeout", ['v'] = "log_level",
-        ['i'] = "heartbeat_interval", ['P'] = "placement",
+        ['i'] = "heartbeat_interval", ['P'] = "placement", ['B'] = "cache_budget",
     };
     fx_log_init("master");
     signal(SIGPIPE, SIG_IGN);
@@ -123,6 +125,7 @@ int main(int argc, char **argv)
     uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_signal_start(&sig_int, on_signal, SIGINT);
     uv_run(loop, UV_RUN_DEFAULT);
+    master_free_state(&m);
     uv_loop_close(loop);
     rc = 0;
 out:

@@ -57,10 +57,22 @@ typedef struct inflight_put {
     uint32_t target_node;
     uint64_t target_tomb; /* the target owner's incarnation at PutStart */
     bool persist_to_ssd;
+    uint64_t lease_id;      /* PutOptions: bind the route to this lease (0: none) */
+    bool reject_if_exists;  /* PutOptions: checked again at PutDone */
     uint64_t deadline_ms;
     UT_hash_handle hh;
     struct inflight_put *prev, *next;
 } inflight_put;
+
+/* How many puts of one key are in flight (reject_if_inflight_same_key). */
+typedef struct inflight_key {
+    char *key;
+    size_t klen;
+    uint32_t puts;
+    UT_hash_handle hh;
+} inflight_key;
+
+typedef struct lease lease;
 
 enum get_source_kind { GET_SOURCE_MEMORY = 1, GET_SOURCE_SSD = 2 };
 
@@ -103,6 +115,9 @@ typedef struct master {
     route_table routes;
     inflight_put *inflight_puts;      /* by (put_id, key) */
     inflight_put *inflight_put_order; /* oldest first, for the TTL sweep */
+    inflight_key *inflight_keys;      /* by key: count of in-flight puts */
+    lease *leases;                    /* lease.c, by id */
+    uint64_t next_lease_id;
     inflight_get *inflight_gets;      /* by get_id */
     inflight_get *inflight_get_order;
     uint64_t next_get_id;
@@ -128,6 +143,8 @@ typedef struct master {
 /* server.c */
 int master_start(master *m, uv_loop_t *loop, const char *port_file);
 void master_stop(master *m);
+/* After the loop ended: frees what is left (routes, indexes, leases). */
+void master_free_state(master *m);
 
 /* member.c */
 void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
@@ -182,13 +199,25 @@ void master_on_ssd_evict(master *m, member *mb, net_conn *c, const frame_hdr *h,
 /* Clears node's ssd copy of r (and the entry, and r from the table, when
  * they are left empty). */
 void master_drop_ssd(master *m, route *r, uint32_t node);
+/* True while an SSD persist of a is in flight (its replica is not evictable). */
+bool master_ssd_persisting(master *m, const allocation *a);
 /* True when some live member has an SSD tier. */
 bool master_any_ssd(master *m);
 
-/* evict.c: memory replicas that also live on SSD make room when a segment is full */
-/* Allocates len bytes on mb, evicting the memory of SSD-backed replicas on
- * mb that nothing else holds (oldest routes first) while it does not fit. */
+/* capacity.c: the replica caches, the budget and the reservations */
+/* Allocates len bytes on mb; when they do not fit, evicts memory replicas of
+ * mb (the policy's victims) until they do or until the evicted bytes still
+ * referenced elsewhere would cover them. NULL with -ENOSPC / -ENOMEM. */
 allocation *master_alloc_evicting(master *m, member *mb, uint64_t len, int *err);
+/* rep (with memory) of the current route r was just published: it enters its
+ * owner's replica cache (a leased route's replica is reserved instead), and
+ * the owner's budget is enforced, which may evict r itself: the caller must
+ * hold its own reference to r to use it afterwards. */
+void master_replica_published(master *m, route *r, replica *rep);
+/* Evicts until s's cache weight plus its reservations fit its budget. */
+void master_enforce_budget(master *m, seg_space *s);
+/* An access to r's memory replica on node_id (a hit for the policy). */
+void master_note_access(route *r, uint32_t node_id);
 
 /* alloc_wait.c */
 /* A PutStart / GetStart (type) found no room: queues it for a replay in 2 ms
@@ -200,6 +229,21 @@ void master_alloc_wait_init(master *m);
 void master_alloc_wait_close(master *m);
 /* Queues an invalidation of key for one owner (delete.c). */
 void master_queue_invalidation(member *mb, const char *key, size_t klen);
+
+/* lease.c */
+void master_on_lease(master *m, net_conn *c, const frame_hdr *h, Fx__LeaseReq *req);
+/* True when lease id exists and has not expired. */
+bool master_lease_live(master *m, uint64_t id);
+/* Remembers that key was put under lease id. 0 or an FX_E* code. */
+int master_lease_bind(master *m, uint64_t id, const char *key, size_t klen);
+/* Deletes the keys of expired leases, and the leases. */
+void master_sweep_leases(master *m);
+void master_leases_free(master *m);
+
+/* query.c: what the master knows of keys (exists, size, prefix counts) */
+void master_on_key_info(master *m, net_conn *c, const frame_hdr *h, Fx__KeyInfoReq *req);
+/* AccessReport: reads served from an owner's get cache, for the policy. */
+void master_on_access_report(master *m, member *mb, Fx__AccessReportReq *req);
 
 /* stat.c */
 void master_on_stat(master *m, net_conn *c, const frame_hdr *h);

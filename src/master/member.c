@@ -59,6 +59,9 @@ void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Register
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
+    uint64_t pct = m->cfg.cache_budget_pct;
+    seg_space_set_budget(mb->space,
+                         req->segment_size / 100 * pct + req->segment_size % 100 * pct / 100);
     snprintf(mb->name, sizeof mb->name, "%s", req->node_name);
     snprintf(mb->data_addr, sizeof mb->data_addr, "%s", req->data_addr);
     mb->kv_ssd_storage = req->kv_ssd_storage;

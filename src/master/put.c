@@ -12,6 +12,14 @@
  * get or holder references its bytes); PutRevoke and the TTL sweep drop the
  * in-flight entry and its ranges without touching routes.
  *
+ * Options (PutOptions): reject_if_exists answers AlreadyExists when the key
+ * has a current route, at PutStart and again at PutDone (a put of the key
+ * that completed in between wins; this one is dropped), so it is a true
+ * put-if-absent; reject_if_inflight_same_key answers Busy while another put
+ * of the key is between PutStart and PutDone/PutRevoke; lease_id binds the
+ * new route to a live lease (lease.c). PutDone publishes the target in its
+ * owner's replica cache (capacity.c), which may evict to keep the budget.
+ *
  * put_version comes from one master-wide counter: it increases for every key,
  * as the spec requires, and also keeps (time_ms, version) unique across a
  * delete and re-put of the same key within one millisecond.
@@ -24,6 +32,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/memdup.h"
 #include "fluxon/fluxon.h"
 
 #define MAX_KEY_LEN 4096u
@@ -57,8 +66,43 @@ static inflight_put *find_put(master *m, const void *key, size_t klen, const Fx_
     return p;
 }
 
+/* Counts one more (delta 1) or one less (-1) in-flight put of key. Returns
+ * the count before the change, or -1 when out of memory (nothing counted). */
+static int count_inflight_key(master *m, const char *key, size_t klen, int delta)
+{
+    inflight_key *k;
+    HASH_FIND(hh, m->inflight_keys, key, klen, k);
+    if (!k) {
+        if (delta < 0)
+            return 0;
+        k = calloc(1, sizeof *k);
+        if (!k || !(k->key = fx_memdup(key, klen))) {
+            free(k);
+            return -1;
+        }
+        k->klen = klen;
+        HASH_ADD_KEYPTR(hh, m->inflight_keys, k->key, k->klen, k);
+    }
+    int before = (int)k->puts;
+    k->puts += (uint32_t)delta;
+    if (k->puts == 0) {
+        HASH_DEL(m->inflight_keys, k);
+        free(k->key);
+        free(k);
+    }
+    return before;
+}
+
+static bool key_in_flight(master *m, const void *key, size_t klen)
+{
+    inflight_key *k;
+    HASH_FIND(hh, m->inflight_keys, key, klen, k);
+    return k != NULL;
+}
+
 void master_inflight_put_free(master *m, inflight_put *p)
 {
+    count_inflight_key(m, p->key, p->klen, -1);
     HASH_DEL(m->inflight_puts, p);
     DL_DELETE(m->inflight_put_order, p);
     allocation_unref(p->target);
@@ -115,6 +159,22 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         net_reply_error(c, h, FX_ENOTSUP, "put source on another owner is not implemented");
         return;
     }
+    const Fx__PutOptions *opt = req->options;
+    if (opt && opt->reject_if_exists && route_find(&m->routes, req->key.data, req->key.len)) {
+        net_reply_error(c, h, FX_EEXIST, "AlreadyExists: the key has a value (reject_if_exists)");
+        return;
+    }
+    if (opt && opt->reject_if_inflight_same_key &&
+        key_in_flight(m, req->key.data, req->key.len)) {
+        net_reply_error(c, h, FX_EBUSY,
+                        "Busy: another put of this key is in flight (reject_if_inflight_same_key)");
+        return;
+    }
+    if (opt && opt->lease_id && !master_lease_live(m, opt->lease_id)) {
+        net_reply_error(c, h, FX_ESTALE, "lease %llu is unknown or expired",
+                        (unsigned long long)opt->lease_id);
+        return;
+    }
     /* The target comes from the placement policy; a remote target also needs
      * a staging (source) range on the requester's owner for the external to
      * write into before the push. */
@@ -145,7 +205,9 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     put_id pid = next_put_id(m);
     if (p)
         p->hkey = put_table_key(req->key.data, req->key.len, pid, &p->hklen);
-    if (!p || !p->hkey) {
+    if (!p || !p->hkey || count_inflight_key(m, (const char *)req->key.data, req->key.len, 1) < 0) {
+        if (p)
+            free(p->hkey);
         free(p);
         allocation_unref(a);
         allocation_unref(src);
@@ -163,6 +225,10 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     p->target_tomb = target->tomb_tag;
     /* Decided here, from the live members; PutDone does not re-decide. */
     p->persist_to_ssd = target->kv_ssd_storage;
+    if (opt) {
+        p->lease_id = opt->lease_id;
+        p->reject_if_exists = opt->reject_if_exists;
+    }
     p->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
     HASH_ADD_KEYPTR(hh, m->inflight_puts, p->hkey, p->hklen, p);
     DL_APPEND(m->inflight_put_order, p);
@@ -194,6 +260,20 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         net_reply_error(c, h, FX_ESTALE, "the target owner left during the put");
         return;
     }
+    if (p->reject_if_exists && route_find(&m->routes, p->key, p->klen)) {
+        master_inflight_put_free(m, p);
+        net_reply_error(c, h, FX_EEXIST,
+                        "AlreadyExists: the key was put while this put was in flight "
+                        "(reject_if_exists)");
+        return;
+    }
+    if (p->lease_id && (!master_lease_live(m, p->lease_id) ||
+                        master_lease_bind(m, p->lease_id, p->key, p->klen) != 0)) {
+        master_inflight_put_free(m, p);
+        net_reply_error(c, h, FX_ESTALE, "lease %llu expired before the put completed",
+                        (unsigned long long)p->lease_id);
+        return;
+    }
     route *r = route_new(p->key, p->klen, p->pid, p->len);
     if (!r || route_add_replica(r, target->node_id, target->tomb_tag, p->target) < 0) {
         route_unref(r);
@@ -201,10 +281,12 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
+    r->lease_id = p->lease_id;
     allocation *target_alloc = p->target;
     p->target = NULL; /* moved into the route */
     bool persist = p->persist_to_ssd;
     route *old = route_table_replace(&m->routes, r);
+    route_ref(r); /* publishing may evict it */
     net_reply(c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
     if (persist) /* after the answer: the public put does not wait for the SSD */
         master_ssd_persist(m, r->key, r->klen, r->pid, target->node_id, target_alloc);
@@ -213,6 +295,13 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         master_invalidate_route(m, old);
         route_unref(old);
     }
+    /* A replica being persisted enters the replica cache when the persist
+     * ends (ssd.c): until its SSD copy is committed, evicting it would lose
+     * the key, and the persist reserves its bytes meanwhile. */
+    replica *rep = route_replica(r, target->node_id);
+    if (rep && !(persist && master_ssd_persisting(m, rep->memory)))
+        master_replica_published(m, r, rep);
+    route_unref(r);
 }
 
 void master_on_put_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,

@@ -2,6 +2,8 @@
  * route.c - kv_routes and the route object (see route.h).
  */
 #include "master/route.h"
+#include "master/prefix_index.h"
+#include "master/replica_cache.h"
 #include "common/memdup.h"
 
 #include <assert.h>
@@ -41,8 +43,10 @@ void route_unref(route *r)
     if (--r->refs)
         return;
     assert(!r->in_table);
-    for (size_t i = 0; i < r->n_replicas; i++)
+    for (size_t i = 0; i < r->n_replicas; i++) {
+        assert(!r->replicas[i].cache_item);
         allocation_unref(r->replicas[i].memory);
+    }
     free(r->replicas);
     free(r->cached_by);
     free(r->key);
@@ -67,12 +71,22 @@ replica *route_replica(route *r, uint32_t node_id)
     return NULL;
 }
 
+/* Takes rep out of its owner's replica cache, if it is in it. */
+static void leave_cache(replica *rep)
+{
+    if (rep->cache_item) {
+        replica_cache_remove(rep->memory->space->cache, rep->cache_item);
+        rep->cache_item = NULL;
+    }
+}
+
 void route_drop_memory(route *r, uint32_t node_id)
 {
     for (size_t i = 0; i < r->n_replicas; i++) {
         replica *rep = &r->replicas[i];
         if (rep->node_id != node_id)
             continue;
+        leave_cache(rep);
         allocation_unref(rep->memory);
         rep->memory = NULL;
         if (!rep->has_ssd)
@@ -108,6 +122,8 @@ route *route_table_replace(route_table *t, route *r)
     HASH_ADD_KEYPTR(hh, t->by_key, r->key, r->klen, r);
     r->in_table = true;
     t->count++;
+    if (t->prefix && prefix_index_add(t->prefix, r->key, r->klen) < 0)
+        t->prefix_lost++;
     return old;
 }
 
@@ -117,4 +133,8 @@ void route_table_remove(route_table *t, route *r)
     HASH_DEL(t->by_key, r);
     r->in_table = false;
     t->count--;
+    for (size_t i = 0; i < r->n_replicas; i++)
+        leave_cache(&r->replicas[i]);
+    if (t->prefix)
+        prefix_index_remove(t->prefix, r->key, r->klen);
 }

@@ -34,6 +34,7 @@ typedef struct replica {
     allocation *memory; /* NULL: no memory replica on this owner */
     bool has_ssd;
     uint64_t ssd_len;
+    struct rc_item *cache_item; /* its place in the owner's replica cache (capacity.c) */
 } replica;
 
 typedef struct route {
@@ -43,6 +44,7 @@ typedef struct route {
     size_t klen;
     put_id pid;
     uint64_t len;
+    uint64_t lease_id; /* 0: none; leased replicas are never evicted */
     replica *replicas;
     size_t n_replicas;
     uint32_t durable_slots_used;
@@ -54,6 +56,8 @@ typedef struct route {
 typedef struct route_table {
     route *by_key;
     size_t count;
+    struct prefix_index *prefix; /* keys of the table (count_prefix); may be NULL */
+    uint64_t prefix_lost; /* keys the index could not take (out of memory) */
 } route_table;
 
 /* A route for key (copied) with one reference, not yet in a table. */
@@ -66,7 +70,8 @@ void route_unref(route *r);
 int route_add_replica(route *r, uint32_t node_id, uint64_t tomb_tag, allocation *memory);
 /* The entry of node_id or NULL. */
 replica *route_replica(route *r, uint32_t node_id);
-/* Clears the memory of node_id's entry and removes the entry when it is empty. */
+/* Clears the memory of node_id's entry (and its cache item) and removes the
+ * entry when it is empty. */
 void route_drop_memory(route *r, uint32_t node_id);
 /* Remembers that node_id was handed a holder of this version. */
 void route_note_cached_by(route *r, uint32_t node_id);
@@ -75,7 +80,8 @@ route *route_find(route_table *t, const void *key, size_t klen);
 /* Puts r (taking over the caller's reference) in the table; returns the route
  * it replaced, still referenced by the caller now, or NULL. */
 route *route_table_replace(route_table *t, route *r);
-/* Removes r from the table; the caller receives the table's reference. */
+/* Removes r from the table (its replicas leave their replica caches); the
+ * caller receives the table's reference. */
 void route_table_remove(route_table *t, route *r);
 
 #endif

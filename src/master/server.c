@@ -7,6 +7,7 @@
  * Register get an error. Closing a member's connection is member-left.
  */
 #include "master/master.h"
+#include "master/prefix_index.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -89,6 +90,15 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     case MSG_ROUTE_INFO:
         master_on_route_info(m, c, h, (Fx__RouteInfoReq *)msg);
         break;
+    case MSG_KEY_INFO:
+        master_on_key_info(m, c, h, (Fx__KeyInfoReq *)msg);
+        break;
+    case MSG_LEASE:
+        master_on_lease(m, c, h, (Fx__LeaseReq *)msg);
+        break;
+    case MSG_ACCESS_REPORT:
+        master_on_access_report(m, mb, (Fx__AccessReportReq *)msg);
+        break;
     default:
         FX_LOG(WARN, "%s: %s is not a master request; closing", net_conn_peer(c),
                msg_name(h->type));
@@ -119,6 +129,7 @@ static void on_sweep(uv_timer_t *t)
 {
     master *m = t->data;
     master_sweep_inflight(m);
+    master_sweep_leases(m);
     master_check_heartbeats(m);
     if (m->http)
         http_publish(m);
@@ -151,6 +162,12 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     m->next_get_id = 1;
     m->next_holder_id = 1;
     m->next_put_version = 1;
+    m->next_lease_id = 1;
+    m->routes.prefix = prefix_index_new();
+    if (!m->routes.prefix) {
+        FX_LOG(ERROR, "out of memory");
+        return -ENOMEM;
+    }
     m->placement = placement_policy_for(m->cfg.placement);
     unsigned seed;
     if (getrandom(m->data_token, sizeof m->data_token, 0) != (ssize_t)sizeof m->data_token ||
@@ -184,6 +201,18 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     if (m->cfg.http && (err = http_start(m, m->cfg.http)) < 0)
         return err;
     return 0;
+}
+
+void master_free_state(master *m)
+{
+    route *r, *tmp;
+    HASH_ITER(hh, m->routes.by_key, r, tmp) {
+        route_table_remove(&m->routes, r);
+        route_unref(r);
+    }
+    prefix_index_free(m->routes.prefix);
+    m->routes.prefix = NULL;
+    master_leases_free(m);
 }
 
 void master_stop(master *m)

@@ -9,7 +9,8 @@
  * key, that put_id, a memory replica on that owner and the owner's current
  * incarnation; otherwise it is ignored and still answered OK. When the
  * persist request completes (persisted or not, or the owner left) the record
- * and its reference go. A persist failure or a late commit never touches the
+ * and its reference go. While it is in flight the record reserves the target's
+ * capacity (cache_reserved_bytes, capacity.c). A persist failure or a late commit never touches the
  * memory replica.
  *
  * Evictions: BatchSsdReplicaEvict clears `ssd` only where the put_id matches;
@@ -41,11 +42,29 @@ bool master_any_ssd(master *m)
     return m->n_ssd_members > 0;
 }
 
+/* The persist ended (committed, refused, failed or its owner left): its
+ * reservation goes, and the replica, if it is still the route's, enters the
+ * replica cache (put.c left it out while the persist ran). */
 static void persist_free(persist *p)
 {
+    master *m = p->m;
+    seg_space_release(p->target->space, p->target->capacity);
+    route *r = route_find(&m->routes, p->key, p->klen);
+    replica *rep = r && put_id_eq(r->pid, p->pid) ? route_replica(r, p->node) : NULL;
+    if (rep && rep->memory == p->target)
+        master_replica_published(m, r, rep);
+    else
+        master_enforce_budget(m, p->target->space); /* the reservation shrank: nothing to do */
+    p->target->persisting = false;
     allocation_unref(p->target);
     free(p->key);
     free(p);
+}
+
+bool master_ssd_persisting(master *m, const allocation *a)
+{
+    (void)m;
+    return a && a->persisting;
 }
 
 static void on_persist_resp(int status, ProtobufCMessage *msg, void *ud)
@@ -73,6 +92,8 @@ void master_ssd_persist(master *m, const char *key, size_t klen, put_id pid, uin
     p->pid = pid;
     p->node = node;
     p->target = allocation_ref(target);
+    target->persisting = true;
+    seg_space_reserve(target->space, target->capacity);
     Fx__SsdReplicaPersistReq req = FX__SSD_REPLICA_PERSIST_REQ__INIT;
     Fx__PutId wire = FX__PUT_ID__INIT;
     wire.time_ms = pid.time_ms;
@@ -82,8 +103,11 @@ void master_ssd_persist(master *m, const char *key, size_t klen, put_id pid, uin
     req.target_offset = target->offset;
     req.len = target->len;
     if (rpc_call(mb->rpc, MSG_SSD_REPLICA_PERSIST, &req.base, PERSIST_TIMEOUT_MS, on_persist_resp,
-                 p) < 0)
+                 p) < 0) {
         persist_free(p);
+        return;
+    }
+    master_enforce_budget(m, target->space);
 }
 
 void master_drop_ssd(master *m, route *r, uint32_t node)

@@ -9,6 +9,7 @@
  * every route, which is fine for an operator's call, not for a hot path.
  */
 #include "master/master.h"
+#include "master/replica_cache.h"
 
 #include <stdlib.h>
 
@@ -63,7 +64,6 @@ void master_on_stat(master *m, net_conn *c, const frame_hdr *h)
     size_t i = 0;
     member *mb, *tmp;
     HASH_ITER(hh, m->members, mb, tmp) {
-
         Fx__OwnerStat *s = &stats[i];
         fx__owner_stat__init(s);
         s->node_id = mb->node_id;
@@ -76,6 +76,10 @@ void master_on_stat(master *m, net_conn *c, const frame_hdr *h)
         s->misses = mb->misses;
         s->ssd_capacity = mb->ssd_capacity;
         s->ssd_used = mb->ssd_used;
+        s->cache_budget = mb->space->budget;
+        s->cache_weight = replica_cache_weight(mb->space->cache);
+        s->cache_reserved = mb->space->reserved;
+        s->evictions = mb->space->evictions;
         ptrs[i] = s;
         i++;
     }

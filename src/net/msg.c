@@ -36,6 +36,9 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     ENTRY(MSG_SSD_REPLICA_COMMIT, "SsdReplicaCommit", ssd_replica_commit),
     ENTRY(MSG_BATCH_SSD_REPLICA_EVICT, "BatchSsdReplicaEvict", batch_ssd_replica_evict),
     ENTRY(MSG_SSD_STAGE_READ, "SsdStageRead", ssd_stage_read),
+    ENTRY(MSG_KEY_INFO, "KeyInfo", key_info),
+    ENTRY(MSG_LEASE, "Lease", lease),
+    ENTRY(MSG_ACCESS_REPORT, "AccessReport", access_report),
     ENTRY(MSG_EXT_HELLO, "ExternalHello", external_hello),
     ENTRY(MSG_EXT_PUT_START, "ExternalPutStart", external_put_start),
     ENTRY(MSG_EXT_PUT_TRANSFER_END, "ExternalPutTransferEnd", external_put_transfer_end),
@@ -46,6 +49,9 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
           external_invalidate_weak_index),
     ENTRY(MSG_EXT_PING, "ExternalPing", external_ping),
     [MSG_EXT_STAT] = {"ExternalStat", &fx__stat_req__descriptor, &fx__stat_resp__descriptor},
+    [MSG_EXT_KEY_INFO] = {"ExternalKeyInfo", &fx__key_info_req__descriptor,
+                          &fx__key_info_resp__descriptor},
+    [MSG_EXT_LEASE] = {"ExternalLease", &fx__lease_req__descriptor, &fx__lease_resp__descriptor},
 };
 
 const ProtobufCMessageDescriptor *msg_descriptor(uint16_t type, bool response)

@@ -305,6 +305,7 @@ void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *
         return;
     memory_info *mi = holders_cache_find(o, req->key.data, req->key.len);
     if (mi) {
+        owner_report_access(o, req->key.data, req->key.len);
         reply_holder(o, ec->conn, h, mi, true, FX_SRC_MEMORY);
         return;
     }

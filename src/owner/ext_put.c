@@ -130,6 +130,7 @@ void ext_on_put_start(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPu
     ps.key = req->key;
     ps.len = req->len;
     ps.source_node_id = o->node_id;
+    ps.options = req->options; /* lease and reject_* options go to the master as given */
     if (rpc_call(o->mrpc, MSG_PUT_START, &ps.base, OWNER_RPC_TIMEOUT_MS, on_put_start_resp, x) < 0) {
         net_reply_error(ec->conn, h, FX_ECONN, "master unreachable");
         ext_call_free(x);

@@ -5,7 +5,8 @@
  * fd and, later, ExternalInvalidateWeakIndex pushes) or attaches a further
  * connection to an existing session. Puts and gets have their own files
  * (ext_put.c, ext_get.c); here are the sessions, the dispatch, ExternalDelete
- * (wraps Delete), ExternalDeleteAck (releases holders), ping and stat. When
+ * (wraps Delete), ExternalDeleteAck (releases holders), ping, stat, and
+ * KeyInfo / Lease (forwarded to the master as they are). When
  * a session connection closes, every holder of that external is released;
  * when any connection closes, its started puts are revoked.
  */
@@ -240,6 +241,41 @@ static void on_stat(owner *o, ext_conn *ec, const frame_hdr *h)
     }
 }
 
+/* KeyInfo and Lease: the external's request goes to the master as it is and
+ * the master's answer comes back as it is (same bodies on both hops). */
+static void on_forward_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    ext_call *x = ud;
+    if (!ext_forward_failure(x, status, msg, msg_name(x->hdr.type)) && net_conn_is_open(x->conn))
+        net_reply(x->conn, &x->hdr, msg);
+    ext_call_free(x);
+}
+
+static void forward_to_master(owner *o, ext_conn *ec, const frame_hdr *h, uint16_t master_type,
+                              const ProtobufCMessage *req)
+{
+    ext_call *x = ext_call_new(o, ec->conn, h, "", 0);
+    if (!x) {
+        net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    if (rpc_call(o->mrpc, master_type, req, OWNER_RPC_TIMEOUT_MS, on_forward_resp, x) < 0) {
+        net_reply_error(ec->conn, h, FX_ECONN, "master unreachable");
+        ext_call_free(x);
+    }
+}
+
+static void on_key_info(owner *o, ext_conn *ec, const frame_hdr *h, Fx__KeyInfoReq *req)
+{
+    if (req->key.len > MAX_KEY_LEN || (!req->count_prefix && req->key.len == 0)) {
+        net_reply_error(ec->conn, h, FX_EINVAL, "%s length %zu is outside %u..%u",
+                        req->count_prefix ? "prefix" : "key", req->key.len,
+                        req->count_prefix ? 0u : 1u, MAX_KEY_LEN);
+        return;
+    }
+    forward_to_master(o, ec, h, MSG_KEY_INFO, &req->base);
+}
+
 /* ---- dispatch ------------------------------------------------------------- */
 
 static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
@@ -289,6 +325,12 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     case MSG_EXT_STAT:
         on_stat(o, ec, h);
+        break;
+    case MSG_EXT_KEY_INFO:
+        on_key_info(o, ec, h, (Fx__KeyInfoReq *)msg);
+        break;
+    case MSG_EXT_LEASE:
+        forward_to_master(o, ec, h, MSG_LEASE, msg);
         break;
     default:
         FX_LOG(WARN, "%s: %s is not an external request; closing", net_conn_peer(c),

@@ -193,6 +193,7 @@ int main(int argc, char **argv)
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
     uv_close((uv_handle_t *)&o.ack_timer, NULL);
+    owner_access_report_close(&o);
     uv_close((uv_handle_t *)&o.heartbeat_timer, NULL);
     uv_close((uv_handle_t *)&o.connect_timer, NULL);
     uv_run(o.loop, UV_RUN_DEFAULT);

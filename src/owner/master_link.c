@@ -169,6 +169,7 @@ int owner_master_connect(owner *o)
         uv_timer_init(o->loop, &o->ack_timer);
         uv_timer_init(o->loop, &o->heartbeat_timer);
         uv_timer_init(o->loop, &o->connect_timer);
+        owner_access_report_init(o);
         o->ack_timer.data = o->heartbeat_timer.data = o->connect_timer.data = o;
     }
     o->master = net_connect_tcp(o->loop, o->master_host, o->master_port, &master_ops, on_connected, o);

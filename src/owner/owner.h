@@ -131,6 +131,9 @@ typedef struct owner {
     uint64_t *acks;
     size_t n_acks, cap_acks;
     uv_timer_t ack_timer;
+    uint8_t *access_buf; /* access_report.c: {u32 len, key bytes} per read */
+    size_t n_access, access_len, access_cap;
+    uv_timer_t access_timer;
     uv_timer_t heartbeat_timer;
     uv_timer_t connect_timer;
     uint64_t connect_deadline_ms;
@@ -142,6 +145,11 @@ int owner_master_connect(owner *o);
 void owner_stop(owner *o, int exit_code);
 /* Queues a master holder id for BatchDeleteAck. */
 void owner_ack_holder(owner *o, uint64_t master_holder_id);
+
+/* access_report.c: reads served from the get cache, reported to the master */
+void owner_report_access(owner *o, const void *key, size_t klen);
+void owner_access_report_init(owner *o);
+void owner_access_report_close(owner *o);
 
 /* True when node_id with incarnation tomb_tag is in the master's member table. */
 bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag);

@@ -192,8 +192,8 @@ static int fm_next(frame_hdr *h, ProtobufCMessage **m, int timeout_ms)
             fm_reply(h, &resp.base);
         } else if (req && h->type == MSG_BATCH_SSD_REPLICA_EVICT) {
             on_evict_batch(h, (Fx__BatchSsdReplicaEvictReq *)*m);
-        } else if (req && h->type == MSG_BATCH_DELETE_ACK) {
-            /* holders released: nothing to do */
+        } else if (req && (h->type == MSG_BATCH_DELETE_ACK || h->type == MSG_ACCESS_REPORT)) {
+            /* holders released, cache hits reported: nothing to do */
         } else {
             return 0;
         }

@@ -481,7 +481,7 @@ static void test_encode_refusals(void)
     b = msg_encode(MSG_PUT_START, 0, 1, &resp.base, &len);
     CHECK(b == NULL, "a Resp body without the RESPONSE flag is refused");
     free(b);
-    const uint16_t unknown[] = {0, 20, 31, MSG_TYPE_END, 1000, UINT16_MAX};
+    const uint16_t unknown[] = {0, 28, 31, MSG_TYPE_END, 1000, UINT16_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         b = msg_encode(unknown[i], 0, 1, &req.base, &len);
         CHECK(b == NULL, "unknown type %u is refused by msg_encode", unknown[i]);
@@ -524,7 +524,7 @@ static void test_encode_refusals(void)
 static void test_decode_refusals(void)
 {
     uint8_t ping[1] = {0};
-    const uint16_t unknown[] = {0, 20, 31, MSG_TYPE_END, 1000, UINT16_MAX};
+    const uint16_t unknown[] = {0, 28, 31, MSG_TYPE_END, 1000, UINT16_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         CHECK(msg_decode(unknown[i], false, ping, 0) == NULL, "unknown type %u: NULL", unknown[i]);
         CHECK(msg_decode(unknown[i], true, ping, 0) == NULL, "unknown type %u resp: NULL",
