@@ -39,9 +39,13 @@ tsan-test: deps
 BENCH_CLUSTER = ./scripts/hugepages.sh $$(( 2 * $${FX_BENCH_SEGMENT_MIB:-1024} * 1048576 )) && \
 	$(BUILD)/bench/fx_bench_cluster
 
+BENCH_HITRATE = ./scripts/hugepages.sh $$(( $${FX_HITRATE_MEMORY_MIB:-1024} * 1048576 )) && \
+	$(BUILD)/bench/fx_bench_hitrate --memory-mib $${FX_HITRATE_MEMORY_MIB:-1024}
+
 bench: build
 	@$(BUILD)/bench/fx_bench_micro
 	@$(BENCH_CLUSTER)
+	@$(BENCH_HITRATE)
 
 # Owner-to-owner pulls and pushes against one loopback TCP stream (docs/benchmarks.md).
 bench-cluster: build
@@ -52,8 +56,7 @@ bench-cluster: build
 # FX_HITRATE_MEMORY_MIB (default 1024) segment, whose huge pages are reserved first
 # (root only). `fx_bench_hitrate --sim-only` needs no cluster.
 bench-hitrate: build
-	@./scripts/hugepages.sh $$(( $${FX_HITRATE_MEMORY_MIB:-1024} * 1048576 )) && \
-		$(BUILD)/bench/fx_bench_hitrate --memory-mib $${FX_HITRATE_MEMORY_MIB:-1024}
+	@$(BENCH_HITRATE)
 
 bench-ssd: build
 	@./scripts/bench_ssd.sh $(BUILD)
