@@ -1,7 +1,8 @@
 /*
  * test_capacity.c - the capacity contract of a one-owner cluster (issue 6):
  *
- *   storm    a put storm of 3x the segment with concurrent gets: every put
+ *   storm    a put storm of 3x the segment with concurrent gets (one owner,
+ *            then two: the reader on the other owner pulls): every put
  *            succeeds (eviction makes room), the evictable replicas plus the
  *            reservations never exceed the budget, every get returns the right
  *            bytes or KeyNotFound, and the accounting adds up afterwards;
@@ -66,7 +67,8 @@ static size_t storm_len(int i)
 }
 
 typedef struct storm {
-    const char *socket;
+    const char *socket;        /* the reader's and the monitor's owner */
+    int n_owners;
     atomic_int written; /* keys 0..written-1 were put */
     atomic_bool done;
     atomic_long hits, misses, corrupt, errors;
@@ -120,22 +122,25 @@ static void *storm_monitor(void *arg)
         return NULL;
     }
     while (!s->done) {
-        fx_owner_stat st[2];
+        fx_owner_stat st[4];
         size_t n = 0;
-        if (fx_stat(c, st, 2, &n) == 0 && n == 1) {
+        if (fx_stat(c, st, 4, &n) == 0 && (int)n == s->n_owners) {
             s->samples++;
             /* Replicas within budget + reservations; the evictable ones
              * within what the reservations leave of the budget. */
-            if (st[0].replica_bytes > st[0].cache_budget + st[0].cache_reserved ||
-                (st[0].cache_weight + st[0].cache_reserved > st[0].cache_budget &&
-                 st[0].cache_weight > 0) ||
-                st[0].memory_used > st[0].memory_capacity) {
+            for (size_t i = 0; i < n; i++) {
+                if (st[i].replica_bytes <= st[i].cache_budget + st[i].cache_reserved &&
+                    (st[i].cache_weight + st[i].cache_reserved <= st[i].cache_budget ||
+                     st[i].cache_weight == 0) &&
+                    st[i].memory_used <= st[i].memory_capacity)
+                    continue;
                 s->over_budget++;
-                fprintf(stderr, "over budget: replicas %llu weight %llu reserved %llu budget %llu\n",
-                        (unsigned long long)st[0].replica_bytes,
-                        (unsigned long long)st[0].cache_weight,
-                        (unsigned long long)st[0].cache_reserved,
-                        (unsigned long long)st[0].cache_budget);
+                fprintf(stderr,
+                        "over budget on %s: replicas %llu weight %llu reserved %llu budget %llu\n",
+                        st[i].name, (unsigned long long)st[i].replica_bytes,
+                        (unsigned long long)st[i].cache_weight,
+                        (unsigned long long)st[i].cache_reserved,
+                        (unsigned long long)st[i].cache_budget);
             }
         }
         usleep(2000);
@@ -144,18 +149,24 @@ static void *storm_monitor(void *arg)
     return NULL;
 }
 
-static void test_storm(void)
+/* With two owners the writer is on owner0 and the reader on owner1: its gets
+ * pull, and durable targets (reserved until GetDone) become replicas there. */
+static void test_storm(int n_owners)
 {
     test_cluster tc;
-    REQUIRE(cluster_start(&tc, STORM_SEGMENT) == 0, "cluster start");
+    const char *const args[] = {"--placement", "local", NULL};
+    REQUIRE(cluster_start_n(&tc, n_owners, STORM_SEGMENT, args) == 0, "cluster start");
     int err;
     fx_client *c = fx_connect(tc.socket, &err);
     REQUIRE(c, "connect: %s", fx_strerror(err));
-    fx_owner_stat st = stat0(c);
+    fx_owner_stat all[4];
+    size_t n_st = 0;
+    REQUIRE(fx_stat(c, all, 4, &n_st) == 0 && (int)n_st == n_owners, "stat");
+    fx_owner_stat st = all[0];
     CHECK(st.cache_budget == STORM_SEGMENT * 80 / 100, "default budget is 80%% of the segment: %llu",
           (unsigned long long)st.cache_budget);
 
-    storm s = {.socket = tc.socket};
+    storm s = {.socket = tc.sockets[n_owners - 1], .n_owners = n_owners};
     pthread_t reader, monitor;
     REQUIRE(pthread_create(&reader, NULL, storm_reader, &s) == 0, "reader thread");
     REQUIRE(pthread_create(&monitor, NULL, storm_monitor, &s) == 0, "monitor thread");
@@ -172,7 +183,9 @@ static void test_storm(void)
         total += storm_len(i);
         s.written = i + 1;
     }
-    usleep(100 * 1000);
+    /* Enough reads to fill the reader's owner with pulled replicas too. */
+    for (int t = 0; t < 600 && s.hits + s.misses < 2 * STORM_KEYS; t++)
+        usleep(100 * 1000);
     s.done = true;
     pthread_join(reader, NULL);
     pthread_join(monitor, NULL);
@@ -185,10 +198,13 @@ static void test_storm(void)
           (long)s.hits, (long)s.misses);
     CHECK(s.samples > 10 && s.over_budget == 0, "%ld of %ld samples over the budget",
           (long)s.over_budget, (long)s.samples);
-    st = stat0(c);
-    CHECK(st.evictions > 0, "replicas were evicted (%llu)", (unsigned long long)st.evictions);
-    CHECK(st.cache_weight <= st.cache_budget, "cache weight %llu within budget %llu",
-          (unsigned long long)st.cache_weight, (unsigned long long)st.cache_budget);
+    REQUIRE(fx_stat(c, all, 4, &n_st) == 0 && (int)n_st == n_owners, "stat");
+    for (int i = 0; i < n_owners; i++) {
+        CHECK(all[i].evictions > 0, "replicas were evicted on %s (%llu)", all[i].name,
+              (unsigned long long)all[i].evictions);
+        CHECK(all[i].cache_weight <= all[i].cache_budget, "cache weight %llu within budget %llu",
+              (unsigned long long)all[i].cache_weight, (unsigned long long)all[i].cache_budget);
+    }
     /* The newest key was just put: it is readable. */
     char last[32];
     snprintf(last, sizeof last, "storm-%d", STORM_KEYS - 1);
@@ -520,6 +536,8 @@ int main(int argc, char **argv)
     if (!only || !strcmp(only, "lease"))
         test_lease();
     if (!only || !strcmp(only, "storm"))
-        test_storm();
+        test_storm(1);
+    if (!only || !strcmp(only, "storm2"))
+        test_storm(2);
     return test_finish();
 }
