@@ -44,6 +44,7 @@ BENCH_HITRATE = ./scripts/hugepages.sh $$(( $${FX_HITRATE_MEMORY_MIB:-1024} * 10
 
 bench: build
 	@$(BUILD)/bench/fx_bench_micro
+	@$(BUILD)/bench/fx_bench_batch
 	@$(BENCH_CLUSTER)
 	@$(BENCH_HITRATE)
 

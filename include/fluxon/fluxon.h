@@ -84,6 +84,52 @@ int fx_holder_source(const fx_holder *h);
 /* Releases the holder (NULL is a no-op). The bytes may be reused afterwards. */
 void fx_holder_release(fx_holder *h);
 
+/* Copies the value of key straight into buf (cap bytes) without handing out
+ * a holder; *len (may be NULL) receives the value's length. FX_ENOTFOUND on a
+ * miss; FX_EINVAL, with *len set and nothing written, when cap is smaller
+ * than the value. */
+int fx_get_into(fx_client *c, const char *key, size_t klen, void *buf, size_t cap, size_t *len);
+
+/* ---- batches: many keys per round trip to the owner ---------------------------- */
+
+/* Most keys one batch call takes. */
+#define FX_BATCH_MAX 1024
+
+/* Puts n values (1..FX_BATCH_MAX) in two round trips to the owner. results[i]
+ * receives key i's own result (0 or an FX_E* code: one key's NoSpace does not
+ * fail the others). Returns 0 when every key was attempted (check results),
+ * or an FX_E* code when the batch as a whole failed (bad arguments, lost
+ * connection): then results[i] say which keys were stored before the failure
+ * (0) and which not. */
+int fx_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *klens,
+                 const void *const *vals, const size_t *lens, int *results);
+/* Gets n keys (1..FX_BATCH_MAX) in one round trip. For each key, results[i]
+ * is 0 with a holder in out[i] (released by the caller), or an FX_E* code
+ * (FX_ENOTFOUND on a miss) with out[i] = NULL. Returns 0 when every key was
+ * looked up, else an FX_E* code for the batch (then every out[i] is NULL). */
+int fx_batch_get(fx_client *c, size_t n, const char *const *keys, const size_t *klens,
+                 fx_holder **out, int *results);
+
+/* ---- zero-copy put: write the value straight into shared memory --------------- */
+
+typedef struct fx_put_handle fx_put_handle;
+
+/* Starts a put of len bytes under key (opts may be NULL) and hands out the
+ * staging range in the shared segment to fill (fx_put_handle_data), so a
+ * producer writes its bytes once. End it with fx_put_commit (the value
+ * becomes readable, as fx_put) or fx_put_abort; either frees the handle.
+ * Until then the staging range is held (an abandoned handle is revoked when
+ * the client closes). Returns 0 with *out set, or an FX_E* code. */
+int fx_put_begin(fx_client *c, const char *key, size_t klen, size_t len,
+                 const fx_put_options *opts, fx_put_handle **out);
+/* The len writable bytes of the put (valid until commit or abort). */
+void *fx_put_handle_data(fx_put_handle *p);
+size_t fx_put_handle_len(const fx_put_handle *p);
+/* Publishes the value; frees p. Returns 0 or an FX_E* code. */
+int fx_put_commit(fx_put_handle *p);
+/* Drops the put; nothing is stored; frees p (NULL is a no-op). */
+void fx_put_abort(fx_put_handle *p);
+
 /* Removes key. FX_ENOTFOUND if it was absent. Holders already taken stay valid. */
 int fx_delete(fx_client *c, const char *key, size_t klen);
 

@@ -1,9 +1,8 @@
 /*
- * api.c - fx_put (and fx_put_opts), fx_get, fx_delete, fx_stat and fx_ping.
+ * api.c - fx_get, fx_get_into, fx_delete, fx_stat and fx_ping (puts are in
+ * put.c, batches in batch.c).
  *
- * put: ExternalPutStart gives a staging range in the shared segment, the value
- * is copied there once, ExternalPutTransferEnd commits it (PutDone at the
- * master). get: the weak index first, else ExternalGet, whose answer is an
+ * get: the weak index first, else ExternalGet, whose answer is an
  * (offset, len, holder id) in the segment, checked against the segment size
  * before it becomes a holder.
  */
@@ -13,90 +12,10 @@
 
 #include "client/client.h"
 
-#define MAX_KEY_LEN 4096u
-
-static int check_key(const char *key, size_t klen)
-{
-    if (!key || klen == 0 || klen > MAX_KEY_LEN)
-        return client_fail(FX_EINVAL, "key length %zu is outside 1..%u", klen, MAX_KEY_LEN);
-    return 0;
-}
-
-int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t len)
-{
-    return fx_put_opts(c, key, klen, val, len, NULL);
-}
-
-int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, size_t len,
-                const fx_put_options *opts)
-{
-    client_clear_error();
-    int r = check_key(key, klen);
-    if (r)
-        return r;
-    if (!val && len)
-        return client_fail(FX_EINVAL, "value is NULL");
-    int err = 0;
-    xconn *x = client_conn_get(c, &err);
-    if (!x)
-        return err;
-    Fx__ExternalPutStartReq ps = FX__EXTERNAL_PUT_START_REQ__INIT;
-    ps.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
-    ps.len = len;
-    Fx__PutOptions wire_opts = FX__PUT_OPTIONS__INIT;
-    if (opts) {
-        wire_opts.lease_id = opts->lease_id;
-        wire_opts.reject_if_exists = opts->reject_if_exists != 0;
-        wire_opts.reject_if_inflight_same_key = opts->reject_if_inflight_same_key != 0;
-        ps.options = &wire_opts;
-    }
-    ProtobufCMessage *m = NULL;
-    bool broken = false;
-    err = client_call(c, x, MSG_EXT_PUT_START, &ps.base, &m);
-    if (err) {
-        broken = true;
-        goto out;
-    }
-    Fx__ExternalPutStartResp *psr = (Fx__ExternalPutStartResp *)m;
-    if (psr->status) {
-        err = client_fail(psr->status, "%s", psr->detail);
-        msg_free(m);
-        goto out;
-    }
-    Fx__PutId pid = FX__PUT_ID__INIT;
-    if (psr->put_id)
-        pid = *psr->put_id;
-    bool in_bounds = psr->offset <= c->seg_size && len <= c->seg_size - psr->offset;
-    if (in_bounds && len)
-        memcpy(c->base + psr->offset, val, len);
-    msg_free(m);
-
-    Fx__ExternalPutTransferEndReq pe = FX__EXTERNAL_PUT_TRANSFER_END_REQ__INIT;
-    pe.key = ps.key;
-    pe.put_id = &pid;
-    pe.abort = !in_bounds;
-    err = client_call(c, x, MSG_EXT_PUT_TRANSFER_END, &pe.base, &m);
-    if (err) {
-        broken = true;
-        goto out;
-    }
-    err = msg_status(m);
-    if (err)
-        client_fail(err, "%s", msg_detail(m));
-    else if (!in_bounds)
-        err = client_fail(FX_EPROTO, "owner gave a staging range outside its segment");
-    msg_free(m);
-out:
-    client_conn_put(c, x, broken);
-    /* The old version must not be served from this client's index again. */
-    holder_index_invalidate(c, key, klen);
-    return err;
-}
-
 int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
 {
     client_clear_error();
-    int r = check_key(key, klen);
+    int r = client_check_key(key, klen);
     if (r)
         return r;
     fx_holder *h = holder_index_get(c, key, klen);
@@ -129,10 +48,32 @@ int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
     return 0;
 }
 
+int fx_get_into(fx_client *c, const char *key, size_t klen, void *buf, size_t cap, size_t *len)
+{
+    if (!buf && cap)
+        return client_fail(FX_EINVAL, "buffer is NULL");
+    fx_holder *h = NULL;
+    int r = fx_get(c, key, klen, &h);
+    if (r)
+        return r;
+    size_t n = fx_holder_len(h);
+    if (len)
+        *len = n;
+    if (n > cap) {
+        fx_holder_release(h);
+        return client_fail(FX_EINVAL, "buffer of %zu bytes is too small for the %zu-byte value",
+                           cap, n);
+    }
+    if (n)
+        memcpy(buf, fx_holder_data(h), n);
+    fx_holder_release(h);
+    return 0;
+}
+
 int fx_delete(fx_client *c, const char *key, size_t klen)
 {
     client_clear_error();
-    int r = check_key(key, klen);
+    int r = client_check_key(key, klen);
     if (r)
         return r;
     Fx__ExternalDeleteReq req = FX__EXTERNAL_DELETE_REQ__INIT;

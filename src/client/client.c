@@ -131,6 +131,7 @@ void fx_close(fx_client *c)
     pthread_join(c->session_thread, NULL);
     close(c->session_fd);
     holder_free_all(c);
+    client_puts_drop_all(c);
     xconn *x = c->idle;
     while (x) {
         xconn *next = x->next;

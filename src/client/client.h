@@ -50,9 +50,10 @@ struct fx_client {
     pthread_t session_thread;
     atomic_bool dead; /* the owner closed the session */
 
-    pthread_mutex_t pool_lock; /* guards idle, n_idle */
+    pthread_mutex_t pool_lock; /* guards idle, n_idle, puts */
     xconn *idle;
     int n_idle;
+    struct fx_put_handle *puts; /* begun, not yet ended (put.c); fx_close drops them */
 
     pthread_mutex_t index_lock; /* guards weak, live, and every holder's refs/indexed */
     fx_holder *weak;
@@ -63,6 +64,13 @@ struct fx_client {
 /* errors.c: the calling thread's detail message. Returns err. */
 int client_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void client_clear_error(void);
+#define CLIENT_MAX_KEY_LEN 4096u
+/* FX_EINVAL (with the detail) unless key is 1..CLIENT_MAX_KEY_LEN bytes. */
+int client_check_key(const char *key, size_t klen);
+
+/* put.c: drops the puts begun and never ended (their connections close, so
+ * the owner revokes them). For fx_close. */
+void client_puts_drop_all(fx_client *c);
 
 /* conn.c */
 xconn *client_conn_get(fx_client *c, int *err);
@@ -74,6 +82,13 @@ void client_conn_close(xconn *x);
  * an FX_E* code (x is then broken). */
 int client_call(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *req,
                 ProtobufCMessage **resp);
+/* Pipelining: sends n requests of one type on x back to back (one write),
+ * then reads their n responses, in whatever order the owner completes them,
+ * matched by request id, into resps[i] (decoded; the caller frees each
+ * non-NULL one with msg_free, also on failure). Returns 0 or an FX_E* code
+ * (x is then broken). */
+int client_call_many(fx_client *c, xconn *x, uint16_t type, size_t n,
+                     const ProtobufCMessage *const *reqs, ProtobufCMessage **resps);
 /* One request/response on a pooled connection: fills *resp (freed by the
  * caller with msg_free, NULL-safe) and returns the call's FX status, the
  * transport's or the response's own (with its detail recorded). */

@@ -104,6 +104,21 @@ int client_read_frame(int fd, frame_hdr *h, uint8_t **body, int timeout_ms)
     return 0;
 }
 
+/* Grows buf to at least need bytes (doubling); NULL (buf freed) on failure. */
+static uint8_t *grow(uint8_t *buf, size_t *cap, size_t need)
+{
+    size_t c = *cap ? *cap : 4096;
+    while (c < need)
+        c *= 2;
+    uint8_t *n = realloc(buf, c);
+    if (!n) {
+        free(buf);
+        return NULL;
+    }
+    *cap = c;
+    return n;
+}
+
 static int send_frame(int fd, uint16_t type, uint16_t flags, uint64_t req_id,
                       const ProtobufCMessage *m, int timeout_ms)
 {
@@ -137,6 +152,56 @@ int client_call(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *r
     free(body);
     if (!*resp)
         return client_fail(FX_EPROTO, "%s: malformed response", msg_name(type));
+    return 0;
+}
+
+int client_call_many(fx_client *c, xconn *x, uint16_t type, size_t n,
+                     const ProtobufCMessage *const *reqs, ProtobufCMessage **resps)
+{
+    for (size_t i = 0; i < n; i++)
+        resps[i] = NULL;
+    if (n == 0)
+        return 0;
+    /* Every request in one buffer, one write: the owner works on all of them
+     * at once and answers each as it completes. */
+    uint64_t base_id = x->next_req_id;
+    x->next_req_id += n;
+    size_t cap = 0, used = 0;
+    uint8_t *out = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        uint8_t *f = msg_encode(type, 0, base_id + i, reqs[i], &len);
+        if (!f || (used + len > cap && !(out = grow(out, &cap, used + len)))) {
+            free(f);
+            free(out);
+            return client_fail(f ? FX_ENOMEM : FX_EINVAL, "cannot encode %s", msg_name(type));
+        }
+        memcpy(out + used, f, len);
+        used += len;
+        free(f);
+    }
+    int r = write_all(x->fd, out, used, c->timeout_ms);
+    free(out);
+    if (r)
+        return client_fail(r, "sending %zu %s requests to the owner failed", n, msg_name(type));
+    for (size_t got = 0; got < n; got++) {
+        frame_hdr h;
+        uint8_t *body;
+        r = client_read_frame(x->fd, &h, &body, c->timeout_ms);
+        if (r)
+            return client_fail(r, "%s: no response from the owner at %s", msg_name(type), c->path);
+        uint64_t i = h.req_id - base_id;
+        if (h.type != type || !(h.flags & FRAME_RESPONSE) || h.req_id < base_id || i >= n ||
+            resps[i]) {
+            free(body);
+            return client_fail(FX_EPROTO, "%s: unexpected response (type %u, req %llu)",
+                               msg_name(type), h.type, (unsigned long long)h.req_id);
+        }
+        resps[i] = msg_decode(type, true, body, h.len);
+        free(body);
+        if (!resps[i])
+            return client_fail(FX_EPROTO, "%s: malformed response", msg_name(type));
+    }
     return 0;
 }
 

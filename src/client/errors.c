@@ -26,3 +26,10 @@ const char *fx_last_error_detail(void)
 {
     return last_detail;
 }
+
+int client_check_key(const char *key, size_t klen)
+{
+    if (!key || klen == 0 || klen > CLIENT_MAX_KEY_LEN)
+        return client_fail(FX_EINVAL, "key length %zu is outside 1..%u", klen, CLIENT_MAX_KEY_LEN);
+    return 0;
+}

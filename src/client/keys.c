@@ -6,8 +6,6 @@
  */
 #include "client/client.h"
 
-#define MAX_KEY_LEN 4096u
-
 /* One KeyInfo round trip; *out is the answer (caller frees) on success. */
 static int key_info(fx_client *c, const char *key, size_t klen, bool prefix,
                     Fx__KeyInfoResp **out)
@@ -16,9 +14,9 @@ static int key_info(fx_client *c, const char *key, size_t klen, bool prefix,
     *out = NULL;
     if (!c)
         return client_fail(FX_EINVAL, "client is NULL");
-    if ((!key && klen) || klen > MAX_KEY_LEN || (!prefix && klen == 0))
+    if ((!key && klen) || klen > CLIENT_MAX_KEY_LEN || (!prefix && klen == 0))
         return client_fail(FX_EINVAL, "%s length %zu is outside %u..%u", prefix ? "prefix" : "key",
-                           klen, prefix ? 0u : 1u, MAX_KEY_LEN);
+                           klen, prefix ? 0u : 1u, CLIENT_MAX_KEY_LEN);
     Fx__KeyInfoReq req = FX__KEY_INFO_REQ__INIT;
     req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     req.count_prefix = prefix;

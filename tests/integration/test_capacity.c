@@ -170,7 +170,11 @@ static void test_storm(int n_owners)
     pthread_t reader, monitor;
     REQUIRE(pthread_create(&reader, NULL, storm_reader, &s) == 0, "reader thread");
     REQUIRE(pthread_create(&monitor, NULL, storm_monitor, &s) == 0, "monitor thread");
-    int put_failures = 0;
+    /* Two owners: every new key is also pulled once into owner1 (a durable
+     * replica there), so owner1 too takes 3x its segment. */
+    fx_client *far = n_owners > 1 ? fx_connect(tc.sockets[1], &err) : NULL;
+    REQUIRE(n_owners == 1 || far, "connect to owner1");
+    int put_failures = 0, far_bad = 0;
     uint64_t total = 0;
     for (int i = 0; i < STORM_KEYS; i++) {
         char key[32];
@@ -180,6 +184,11 @@ static void test_storm(int n_owners)
             put_failures++;
             fprintf(stderr, "storm put %s: %s (%s)\n", key, fx_strerror(r), fx_last_error_detail());
         }
+        fx_holder *fh = NULL;
+        if (far && (fx_get(far, key, strlen(key), &fh) != 0 ||
+                    !value_holder_is(fh, 1000u + (unsigned)i, storm_len(i))))
+            far_bad++;
+        fx_holder_release(fh);
         total += storm_len(i);
         s.written = i + 1;
     }
@@ -192,6 +201,8 @@ static void test_storm(int n_owners)
     CHECK(total >= 3 * STORM_SEGMENT, "the storm wrote %llu bytes, 3x the segment",
           (unsigned long long)total);
     CHECK(put_failures == 0, "%d puts failed during the storm", put_failures);
+    CHECK(far_bad == 0, "%d pulls of a key just put failed or were wrong", far_bad);
+    fx_close(far);
     CHECK(s.corrupt == 0, "%ld corrupt values read", (long)s.corrupt);
     CHECK(s.errors == 0, "%ld gets failed with an error other than KeyNotFound", (long)s.errors);
     CHECK(s.hits > 0 && s.misses > 0, "gets saw both hits (%ld) and evicted keys (%ld)",

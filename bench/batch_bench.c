@@ -1,0 +1,142 @@
+/*
+ * batch_bench.c - fx_bench_batch: what pipelining many keys per round trip
+ * buys over one call per key, in one run on a one-owner cluster.
+ *
+ * KEYS values of VALUE_BYTES each. Per round, alternating so that both see
+ * the same machine state:
+ *   - get x1:     fx_get + fx_holder_release of every key, one after another
+ *                 (each an owner round trip: the holders are released, so the
+ *                 client's weak index has nothing; the owner's cache serves);
+ *   - batch-get:  fx_batch_get of BATCH keys at a time, then release;
+ *   - put x1:     fx_put of every key;
+ *   - batch-put:  fx_batch_put of BATCH keys at a time.
+ * Every batch result is checked (a failed key fails the run). Prints keys/s
+ * per row as the median of ROUNDS rounds and the batch / single ratio.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tests/util/cluster.h"
+#include "benchutil.h"
+#include "fluxon/fluxon.h"
+
+#define KEYS 1024
+#define VALUE_BYTES 4096
+#define BATCH 64
+#define ROUNDS 7
+
+static char keybuf[KEYS][24];
+static const char *keys[KEYS];
+static size_t klens[KEYS], lens[KEYS];
+static const void *vals[KEYS];
+
+static int fail(const char *what, int r)
+{
+    fprintf(stderr, "fx_bench_batch: %s: %s (%s)\n", what, fx_strerror(r), fx_last_error_detail());
+    return -1;
+}
+
+static int get_single(fx_client *c)
+{
+    for (int i = 0; i < KEYS; i++) {
+        fx_holder *h;
+        int r = fx_get(c, keys[i], klens[i], &h);
+        if (r)
+            return fail("get", r);
+        fx_holder_release(h);
+    }
+    return 0;
+}
+
+static int get_batch(fx_client *c)
+{
+    fx_holder *out[BATCH];
+    int res[BATCH];
+    for (int i = 0; i < KEYS; i += BATCH) {
+        int r = fx_batch_get(c, BATCH, keys + i, klens + i, out, res);
+        if (r)
+            return fail("batch get", r);
+        for (int j = 0; j < BATCH; j++) {
+            if (res[j])
+                return fail("batch get key", res[j]);
+            fx_holder_release(out[j]);
+        }
+    }
+    return 0;
+}
+
+static int put_single(fx_client *c)
+{
+    for (int i = 0; i < KEYS; i++) {
+        int r = fx_put(c, keys[i], klens[i], vals[i], lens[i]);
+        if (r)
+            return fail("put", r);
+    }
+    return 0;
+}
+
+static int put_batch(fx_client *c)
+{
+    int res[BATCH];
+    for (int i = 0; i < KEYS; i += BATCH) {
+        int r = fx_batch_put(c, BATCH, keys + i, klens + i, vals + i, lens + i, res);
+        if (r)
+            return fail("batch put", r);
+        for (int j = 0; j < BATCH; j++)
+            if (res[j])
+                return fail("batch put key", res[j]);
+    }
+    return 0;
+}
+
+typedef int (*round_fn)(fx_client *);
+
+int main(void)
+{
+    static uint8_t value[VALUE_BYTES];
+    memset(value, 0x5a, sizeof value);
+    for (int i = 0; i < KEYS; i++) {
+        snprintf(keybuf[i], sizeof keybuf[i], "bb-%d", i);
+        keys[i] = keybuf[i];
+        klens[i] = strlen(keybuf[i]);
+        lens[i] = VALUE_BYTES;
+        vals[i] = value;
+    }
+    test_cluster tc;
+    if (cluster_start(&tc, 256ull << 20) < 0)
+        return 1;
+    int err, rc = 1;
+    fx_client *c = fx_connect(tc.socket, &err);
+    if (!c || put_single(c) < 0 || get_single(c) < 0) /* warm: values and owner cache */
+        goto out;
+    const char *names[4] = {"get x1", "batch-get", "put x1", "batch-put"};
+    round_fn fns[4] = {get_single, get_batch, put_single, put_batch};
+    double rate[4][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++)
+        for (int k = 0; k < 4; k++) {
+            uint64_t t0 = now_ns();
+            if (fns[k](c) < 0)
+                goto out;
+            rate[k][r] = KEYS / ((double)(now_ns() - t0) / 1e9);
+        }
+    char cpu[128];
+    cpu_model(cpu, sizeof cpu);
+    printf("fx_bench_batch: %d keys of %d bytes, batches of %d, median of %d rounds; %s\n", KEYS,
+           VALUE_BYTES, BATCH, ROUNDS, cpu);
+    double med[4];
+    for (int k = 0; k < 4; k++) {
+        qsort(rate[k], ROUNDS, sizeof rate[k][0], cmp_double);
+        med[k] = rate[k][ROUNDS / 2];
+        printf("  %-10s %10.0f keys/s  (min %.0f, max %.0f)\n", names[k], med[k], rate[k][0],
+               rate[k][ROUNDS - 1]);
+    }
+    printf("  batch-get / get x1 = %.2fx, batch-put / put x1 = %.2fx\n", med[1] / med[0],
+           med[3] / med[2]);
+    rc = 0;
+out:
+    fx_close(c);
+    if (cluster_stop(&tc) < 0)
+        rc = 1;
+    return rc;
+}

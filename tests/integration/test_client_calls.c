@@ -1,0 +1,190 @@
+/*
+ * test_client_calls.c - the batch and zero-copy calls of libfluxon (issue 7):
+ *
+ *   batch    fx_batch_put / fx_batch_get with hits, misses and invalid keys
+ *            mixed, per-key results; the values are right; one put that does
+ *            not fit fails alone; a batch get across two owners (pulls);
+ *   into     fx_get_into with an exact, a bigger and a too-small buffer (the
+ *            too-small one is left untouched);
+ *   begin    fx_put_begin / commit writes the value straight into the shared
+ *            segment; abort stores nothing and leaks nothing; a begun put of
+ *            a client that closes is revoked.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "accounting.h"
+#include "cluster.h"
+#include "fluxon/fluxon.h"
+#include "testlib.h"
+#include "values.h"
+
+#define MIB (1024ull * 1024ull)
+#define N 300
+
+static void test_batch(test_cluster *tc)
+{
+    int err;
+    fx_client *c = fx_connect(tc->sockets[0], &err);
+    fx_client *far = fx_connect(tc->sockets[1], &err);
+    REQUIRE(c && far, "connect");
+    static char keybuf[N][32];
+    const char *keys[N];
+    size_t klens[N], lens[N];
+    const void *vals[N];
+    int results[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(keybuf[i], sizeof keybuf[i], "batch-%d", i);
+        keys[i] = keybuf[i];
+        klens[i] = strlen(keybuf[i]);
+        lens[i] = (size_t)(i % 7) * 1000 + (size_t)i; /* 0.. ~6 KB, some empty */
+        vals[i] = value_make(100u + (unsigned)i, lens[i]);
+    }
+    /* One key too big for any segment: it fails alone. */
+    lens[N - 1] = 64 * MIB;
+    void *big = calloc(1, lens[N - 1]);
+    REQUIRE(big, "calloc");
+    free((void *)vals[N - 1]);
+    vals[N - 1] = big;
+    int r = fx_batch_put(c, N, keys, klens, vals, lens, results);
+    CHECK(r == 0, "batch put: %s (%s)", fx_strerror(r), fx_last_error_detail());
+    int ok = 0;
+    for (int i = 0; i < N - 1; i++)
+        ok += results[i] == 0;
+    CHECK(ok == N - 1, "%d of %d keys stored", ok, N - 1);
+    CHECK(results[N - 1] == FX_ENOSPC, "the oversized key alone fails: %s",
+          fx_strerror(results[N - 1]));
+
+    /* Batch get: hits, misses (odd keys deleted, and unknown ones), an
+     * invalid key; from the writer's owner and from the other one. */
+    for (int i = 1; i < N; i += 2)
+        REQUIRE(fx_delete(c, keys[i], klens[i]) == 0 || i == N - 1, "delete %s", keys[i]);
+    const char *gkeys[N + 2];
+    size_t gklens[N + 2];
+    for (int i = 0; i < N; i++) {
+        gkeys[i] = keys[i];
+        gklens[i] = klens[i];
+    }
+    gkeys[N] = "never-put";
+    gklens[N] = 9;
+    gkeys[N + 1] = "";
+    gklens[N + 1] = 0;
+    fx_client *who[2] = {c, far};
+    for (int w = 0; w < 2; w++) {
+        fx_holder *out[N + 2];
+        int res[N + 2];
+        r = fx_batch_get(who[w], N + 2, gkeys, gklens, out, res);
+        CHECK(r == 0, "batch get: %s (%s)", fx_strerror(r), fx_last_error_detail());
+        int hits = 0, misses = 0, good = 0;
+        for (int i = 0; i < N; i++) {
+            if (i % 2 == 0 && i != N - 1) {
+                hits += res[i] == 0 && out[i];
+                good += res[i] == 0 && out[i] && value_holder_is(out[i], 100u + (unsigned)i, lens[i]);
+            } else {
+                misses += res[i] == FX_ENOTFOUND && !out[i];
+            }
+        }
+        CHECK(hits == N / 2 && good == hits, "owner %d: %d hits, %d intact (want %d)", w, hits,
+              good, N / 2);
+        CHECK(misses == N / 2, "owner %d: %d misses (want %d)", w, misses, N / 2);
+        CHECK(res[N] == FX_ENOTFOUND && !out[N], "an unknown key misses");
+        CHECK(res[N + 1] == FX_EINVAL && !out[N + 1], "an empty key is invalid, alone");
+        for (int i = 0; i < N + 2; i++)
+            fx_holder_release(out[i]);
+    }
+    CHECK(fx_batch_get(c, 0, gkeys, gklens, NULL, results) == FX_EINVAL, "an empty batch");
+    CHECK(fx_batch_put(c, FX_BATCH_MAX + 1, keys, klens, vals, lens, results) == FX_EINVAL,
+          "a batch over FX_BATCH_MAX");
+    for (int i = 0; i < N; i++)
+        free((void *)vals[i]);
+    for (int i = 0; i < N - 1; i += 2)
+        fx_delete(c, keys[i], klens[i]);
+    accounting_check(c, 5000, "after the batches");
+    fx_close(far);
+    fx_close(c);
+}
+
+static void test_get_into(test_cluster *tc)
+{
+    int err;
+    fx_client *c = fx_connect(tc->sockets[0], &err);
+    REQUIRE(c, "connect");
+    REQUIRE(value_put(c, "into", 7, 5000) == 0, "put");
+    uint8_t *want = value_make(7, 5000);
+    uint8_t buf[6000];
+    size_t len = 0;
+    memset(buf, 0xAB, sizeof buf);
+    CHECK(fx_get_into(c, "into", 4, buf, 5000, &len) == 0 && len == 5000 &&
+              memcmp(buf, want, 5000) == 0,
+          "exact-size buffer");
+    memset(buf, 0xAB, sizeof buf);
+    CHECK(fx_get_into(c, "into", 4, buf, sizeof buf, &len) == 0 && len == 5000 &&
+              memcmp(buf, want, 5000) == 0 && buf[5000] == 0xAB,
+          "bigger buffer: the value, nothing past it");
+    memset(buf, 0xAB, sizeof buf);
+    len = 0;
+    int r = fx_get_into(c, "into", 4, buf, 4999, &len);
+    int untouched = 1;
+    for (size_t i = 0; i < sizeof buf; i++)
+        untouched &= buf[i] == 0xAB;
+    CHECK(r == FX_EINVAL && len == 5000 && untouched,
+          "too-small buffer: InvalidArgument, the length, nothing written (%s)",
+          fx_last_error_detail());
+    CHECK(strstr(fx_last_error_detail(), "too small") != NULL, "the detail says why: %s",
+          fx_last_error_detail());
+    CHECK(fx_get_into(c, "nope", 4, buf, sizeof buf, &len) == FX_ENOTFOUND, "a miss");
+    free(want);
+    fx_delete(c, "into", 4);
+    fx_close(c);
+}
+
+static void test_put_begin(test_cluster *tc)
+{
+    int err;
+    fx_client *c = fx_connect(tc->sockets[0], &err);
+    REQUIRE(c, "connect");
+    fx_put_handle *p = NULL;
+    REQUIRE(fx_put_begin(c, "zc", 2, MIB, NULL, &p) == 0 && p, "begin: %s",
+            fx_last_error_detail());
+    CHECK(fx_put_handle_len(p) == MIB, "handle length");
+    uint8_t *want = value_make(9, MIB);
+    memcpy(fx_put_handle_data(p), want, MIB); /* the producer writes its bytes once */
+    CHECK(fx_exists(c, "zc", 2) == 0, "not readable before commit");
+    CHECK(fx_put_commit(p) == 0, "commit: %s", fx_last_error_detail());
+    fx_holder *h = NULL;
+    CHECK(fx_get(c, "zc", 2, &h) == 0 && value_holder_is(h, 9, MIB), "committed value readable");
+    fx_holder_release(h);
+
+    REQUIRE(fx_put_begin(c, "zc-abort", 8, MIB, NULL, &p) == 0, "begin 2");
+    memset(fx_put_handle_data(p), 1, MIB);
+    fx_put_abort(p);
+    CHECK(fx_exists(c, "zc-abort", 8) == 0, "an aborted put stores nothing");
+    fx_put_options ex = {.reject_if_exists = 1};
+    CHECK(fx_put_begin(c, "zc", 2, 10, &ex, &p) == FX_EEXIST, "options apply to begin");
+
+    /* A begun put of a client that goes away is revoked by the owner. */
+    fx_client *gone = fx_connect(tc->sockets[0], &err);
+    REQUIRE(gone, "connect 2");
+    REQUIRE(fx_put_begin(gone, "zc-gone", 7, MIB, NULL, &p) == 0, "begin 3");
+    fx_close(gone); /* p is never ended */
+    CHECK(fx_exists(c, "zc-gone", 7) == 0, "nothing stored for the closed client");
+    fx_delete(c, "zc", 2);
+    accounting_check(c, 5000, "after the zero-copy puts");
+    free(want);
+    fx_close(c);
+}
+
+int main(void)
+{
+    test_cluster tc;
+    const char *const args[] = {"--placement", "local", NULL};
+    REQUIRE(cluster_start_n(&tc, 2, 32 * MIB, args) == 0, "cluster start");
+    test_batch(&tc);
+    test_get_into(&tc);
+    test_put_begin(&tc);
+    CHECK(cluster_stop(&tc) == 0, "clean stop");
+    return test_finish();
+}
