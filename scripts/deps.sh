@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config libuv1-dev libprotobuf-c-dev
       protobuf-c-compiler libyaml-dev libxxhash-dev liburing-dev libmicrohttpd-dev
-      libbsd-dev uthash-dev python3 fio)
+      libbsd-dev uthash-dev python3 fio python3-dev python3-numpy libdlpack-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,393 @@
+/*
+ * client.c - fluxon.Client: one fx_client and the single-key calls on it.
+ *
+ * Every call that can block (connect, put, get, delete, ...) runs with the
+ * GIL released, so Python threads sharing a Client (libfluxon is
+ * thread-safe) overlap their round trips. The detail message of a failure is
+ * thread-local in libfluxon; it is read right after the call, on the same
+ * thread, before any other fx_ call.
+ *
+ * Closing: close() (or leaving a `with` block) makes every later call raise
+ * fluxon.Error at once, but fx_close() itself waits until no call is running
+ * with the GIL released (inflight) and no MemHolder of the client is left
+ * (holders): memoryviews and DLPack tensors cannot be revoked, so the bytes
+ * behind them stay mapped until the last holder is released or collected.
+ * The last of close(), a call's end or a holder's release runs fx_close().
+ * The counters are only touched with the GIL held.
+ */
+#include "fxpy.h"
+
+/* Runs fx_close once closing is requested and nothing uses the client. */
+static void finish_close_if_idle(fxpy_client *self)
+{
+    if (!self->closing || self->inflight > 0 || self->holders > 0 || !self->fx)
+        return;
+    fx_client *fx = self->fx;
+    self->fx = NULL; /* before the GIL goes: nobody else may start on it */
+    Py_BEGIN_ALLOW_THREADS
+    fx_close(fx);
+    Py_END_ALLOW_THREADS
+}
+
+fx_client *fxpy_client_enter(fxpy_client *self)
+{
+    if (self->closing || !self->fx) {
+        PyErr_SetString(fxpy_Error, "the client is closed");
+        return NULL;
+    }
+    self->inflight++;
+    return self->fx;
+}
+
+void fxpy_client_leave(fxpy_client *self)
+{
+    self->inflight--;
+    finish_close_if_idle(self);
+}
+
+void fxpy_client_holder_added(fxpy_client *self)
+{
+    self->holders++;
+}
+
+void fxpy_client_holder_gone(fxpy_client *self)
+{
+    self->holders--;
+    finish_close_if_idle(self);
+}
+
+/* "O&" converter for a non-negative integer that fits in uint64_t. */
+static int u64_converter(PyObject *obj, void *out)
+{
+    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return 0;
+    *(uint64_t *)out = v;
+    return 1;
+}
+
+static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"socket", NULL};
+    PyObject *sock = Py_None, *path = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Client", kwlist, &sock))
+        return NULL;
+    if (sock != Py_None && !PyUnicode_FSConverter(sock, &path))
+        return NULL;
+    fxpy_client *self = (fxpy_client *)type->tp_alloc(type, 0);
+    if (!self) {
+        Py_XDECREF(path);
+        return NULL;
+    }
+    const char *p = path ? PyBytes_AS_STRING(path) : NULL; /* NULL: $FLUXON_SOCKET */
+    fx_client *fx;
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS
+    fx = fx_connect(p, &err);
+    Py_END_ALLOW_THREADS
+    if (!fx) {
+        fxpy_raise(err);
+        Py_XDECREF(path);
+        Py_DECREF(self);
+        return NULL;
+    }
+    Py_XDECREF(path);
+    self->fx = fx;
+    return (PyObject *)self;
+}
+
+static void client_dealloc(fxpy_client *self)
+{
+    /* Holders and running calls hold references: nothing uses fx now. */
+    self->closing = 1;
+    finish_close_if_idle(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *client_put(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"key", "value", "lease_id", "reject_if_exists",
+                             "reject_if_inflight_same_key", NULL};
+    fxpy_key k;
+    Py_buffer v;
+    uint64_t lease_id = 0;
+    int reject_exists = 0, reject_inflight = 0;
+    /* y*: any C-contiguous object with the buffer protocol, held (not copied)
+     * for the call; fx_put copies it once, into the shared segment. */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&y*|$O&pp:put", kwlist, fxpy_key_converter,
+                                     &k, &v, u64_converter, &lease_id, &reject_exists,
+                                     &reject_inflight))
+        return NULL;
+    PyObject *ret = NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (fx) {
+        fx_put_options o = {.lease_id = lease_id,
+                            .reject_if_exists = reject_exists,
+                            .reject_if_inflight_same_key = reject_inflight};
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = fx_put_opts(fx, k.ptr, (size_t)k.len, v.buf, (size_t)v.len, &o);
+        Py_END_ALLOW_THREADS
+        ret = rc ? fxpy_raise(rc) : Py_NewRef(Py_None);
+        fxpy_client_leave(self);
+    }
+    PyBuffer_Release(&v);
+    return ret;
+}
+
+static PyObject *client_get(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"key", NULL};
+    fxpy_key k;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&:get", kwlist, fxpy_key_converter, &k))
+        return NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (!fx)
+        return NULL;
+    fx_holder *h = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fx_get(fx, k.ptr, (size_t)k.len, &h);
+    Py_END_ALLOW_THREADS
+    /* The holder is wrapped (and counted) before leave, so a concurrent
+     * close() cannot run fx_close under it. */
+    PyObject *ret = rc ? fxpy_raise(rc) : fxpy_holder_new(self, h);
+    fxpy_client_leave(self);
+    return ret;
+}
+
+static PyObject *client_get_into(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"key", "buffer", NULL};
+    fxpy_key k;
+    Py_buffer b;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&w*:get_into", kwlist, fxpy_key_converter,
+                                     &k, &b))
+        return NULL;
+    PyObject *ret = NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (fx) {
+        size_t n = 0;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = fx_get_into(fx, k.ptr, (size_t)k.len, b.buf, (size_t)b.len, &n);
+        Py_END_ALLOW_THREADS
+        ret = rc ? fxpy_raise(rc) : PyLong_FromSize_t(n);
+        fxpy_client_leave(self);
+    }
+    PyBuffer_Release(&b);
+    return ret;
+}
+
+static PyObject *client_delete(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"key", NULL};
+    fxpy_key k;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&:delete", kwlist, fxpy_key_converter, &k))
+        return NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (!fx)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fx_delete(fx, k.ptr, (size_t)k.len);
+    Py_END_ALLOW_THREADS
+    PyObject *ret = rc ? fxpy_raise(rc) : Py_NewRef(Py_None);
+    fxpy_client_leave(self);
+    return ret;
+}
+
+static PyObject *client_exists(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"key", NULL};
+    fxpy_key k;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&:exists", kwlist, fxpy_key_converter, &k))
+        return NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (!fx)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fx_exists(fx, k.ptr, (size_t)k.len);
+    Py_END_ALLOW_THREADS
+    PyObject *ret = rc < 0 ? fxpy_raise(rc) : PyBool_FromLong(rc);
+    fxpy_client_leave(self);
+    return ret;
+}
+
+static PyObject *client_get_size(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"key", NULL};
+    fxpy_key k;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&:get_size", kwlist, fxpy_key_converter, &k))
+        return NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (!fx)
+        return NULL;
+    uint64_t size = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fx_get_size(fx, k.ptr, (size_t)k.len, &size);
+    Py_END_ALLOW_THREADS
+    PyObject *ret = rc ? fxpy_raise(rc) : PyLong_FromUnsignedLongLong(size);
+    fxpy_client_leave(self);
+    return ret;
+}
+
+static PyObject *client_count_prefix(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"prefix", NULL};
+    PyObject *obj = NULL;
+    fxpy_key p = {"", 0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:count_prefix", kwlist, &obj))
+        return NULL;
+    if (obj && fxpy_key_from(obj, &p, "prefix") < 0)
+        return NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (!fx)
+        return NULL;
+    uint64_t count = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fx_count_prefix(fx, p.ptr, (size_t)p.len, &count);
+    Py_END_ALLOW_THREADS
+    PyObject *ret = rc ? fxpy_raise(rc) : PyLong_FromUnsignedLongLong(count);
+    fxpy_client_leave(self);
+    return ret;
+}
+
+static PyObject *client_lease_allocate(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"ttl_ms", NULL};
+    uint64_t ttl_ms;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&:lease_allocate", kwlist, u64_converter,
+                                     &ttl_ms))
+        return NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (!fx)
+        return NULL;
+    uint64_t id = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fx_lease_allocate(fx, ttl_ms, &id);
+    Py_END_ALLOW_THREADS
+    PyObject *ret = rc ? fxpy_raise(rc) : PyLong_FromUnsignedLongLong(id);
+    fxpy_client_leave(self);
+    return ret;
+}
+
+static PyObject *client_lease_keepalive(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"lease_id", NULL};
+    uint64_t id;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&:lease_keepalive", kwlist, u64_converter,
+                                     &id))
+        return NULL;
+    fx_client *fx = fxpy_client_enter(self);
+    if (!fx)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fx_lease_keepalive(fx, id);
+    Py_END_ALLOW_THREADS
+    PyObject *ret = rc ? fxpy_raise(rc) : Py_NewRef(Py_None);
+    fxpy_client_leave(self);
+    return ret;
+}
+
+static PyObject *client_close(fxpy_client *self, PyObject *unused)
+{
+    (void)unused;
+    self->closing = 1;
+    finish_close_if_idle(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_enter_ctx(fxpy_client *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->closing) {
+        PyErr_SetString(fxpy_Error, "the client is closed");
+        return NULL;
+    }
+    return Py_NewRef(self);
+}
+
+static PyObject *client_exit_ctx(fxpy_client *self, PyObject *args)
+{
+    (void)args;
+    return client_close(self, NULL);
+}
+
+static PyObject *client_get_closed(fxpy_client *self, void *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(self->closing);
+}
+
+#define KW_METHOD(name, fn, doc) \
+    {name, (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS, PyDoc_STR(doc)}
+
+static PyMethodDef client_methods[] = {
+    KW_METHOD("put", client_put,
+              "put(key, value, *, lease_id=0, reject_if_exists=False,\n"
+              "    reject_if_inflight_same_key=False) -> None\n\n"
+              "Stores value (any C-contiguous buffer: bytes, bytearray, memoryview,\n"
+              "array.array, numpy array) under key (str as UTF-8, or bytes). Raises\n"
+              "NoSpace, AlreadyExists (reject_if_exists), Busy\n"
+              "(reject_if_inflight_same_key) or Error."),
+    KW_METHOD("get", client_get,
+              "get(key) -> MemHolder\n\nA zero-copy, read-only view of the value; "
+              "KeyNotFound on a miss."),
+    KW_METHOD("get_blocking", client_get, "get_blocking(key) -> MemHolder\n\nThe same as get()."),
+    KW_METHOD("get_into", client_get_into,
+              "get_into(key, buffer) -> int\n\nCopies the value into the writable buffer and\n"
+              "returns its length. A buffer smaller than the value raises Error and is\n"
+              "left untouched."),
+    KW_METHOD("delete", client_delete,
+              "delete(key) -> None\n\nKeyNotFound if absent; holders already taken stay valid."),
+    KW_METHOD("exists", client_exists, "exists(key) -> bool"),
+    KW_METHOD("get_size", client_get_size,
+              "get_size(key) -> int\n\nThe value's length; KeyNotFound on a miss."),
+    KW_METHOD("count_prefix", client_count_prefix,
+              "count_prefix(prefix=b'') -> int\n\nHow many keys start with prefix "
+              "(eventually consistent)."),
+    KW_METHOD("batch_put", fxpy_client_batch_put,
+              "batch_put(keys, values) -> None\n\nPuts every key (any number; FX_BATCH_MAX "
+              "per round trip).\nWhen some key fails, every key was still attempted and the "
+              "first\nfailing key's exception is raised; its `results` attribute lists,\n"
+              "per key, None (stored) or that key's exception."),
+    KW_METHOD("batch_get", fxpy_client_batch_get,
+              "batch_get(keys) -> list\n\nPer key a MemHolder, or None on a miss; any other "
+              "per-key error\nraises (and the holders already taken are released)."),
+    KW_METHOD("lease_allocate", client_lease_allocate,
+              "lease_allocate(ttl_ms) -> int\n\nA lease id for put(lease_id=...)."),
+    KW_METHOD("lease_keepalive", client_lease_keepalive,
+              "lease_keepalive(lease_id) -> None\n\nError (Stale) when the lease expired."),
+    {"close", (PyCFunction)client_close, METH_NOARGS,
+     PyDoc_STR("close() -> None\n\nLater calls raise Error. The connection itself closes "
+               "when the\nlast MemHolder of this client is released (idempotent).")},
+    {"__enter__", (PyCFunction)client_enter_ctx, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)client_exit_ctx, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef client_getset[] = {
+    {"closed", (getter)client_get_closed, NULL, PyDoc_STR("True once close() was called."),
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject fxpy_client_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "fluxon.Client",
+    .tp_basicsize = sizeof(fxpy_client),
+    .tp_dealloc = (destructor)client_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = PyDoc_STR("Client(socket=None)\n\nA connection to the local owner at socket "
+                        "(str or path; None:\n$FLUXON_SOCKET). Usable from many threads; "
+                        "a context manager\nthat closes on exit."),
+    .tp_methods = client_methods,
+    .tp_getset = client_getset,
+    .tp_new = client_new,
+};

@@ -1,0 +1,565 @@
+"""test_fluxon.py - the `fluxon` Python module against a real local cluster.
+
+setUpClass starts one with `<build>/fluxon up --dir <tmp> --dram 256MB` and a
+class cleanup stops it with `fluxon down` (also when setUpClass fails). Run by
+ctest as python.test_fluxon with PYTHONPATH=<build>/python and the interpreter
+the module was built for; by hand:
+
+    PYTHONPATH=build/python /usr/bin/python3 tests/python/test_fluxon.py -v
+
+The build directory comes from $FX_BUILD_DIR, else from where `fluxon` was
+imported (<build>/python/..). numpy is required (scripts/deps.sh installs
+python3-numpy): the zero-copy and DLPack checks compare addresses with it.
+"""
+import array
+import gc
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import fluxon
+
+try:
+    import numpy as np
+except ImportError:  # a failure in the tests that need it, not a skip
+    np = None
+
+BUILD = os.environ.get("FX_BUILD_DIR") or os.path.dirname(
+    os.path.dirname(os.path.abspath(fluxon.__file__)))
+CLI = os.path.join(BUILD, "fluxon")
+
+
+def pattern(n, seed):
+    """n bytes that differ per seed."""
+    return bytes((i * 131 + seed * 7 + (i >> 8)) & 0xFF for i in range(n))
+
+
+class FluxonTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="fx-py-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
+        cls.addClassCleanup(subprocess.run, [CLI, "down", "--dir", cls.dir],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        up = subprocess.run([CLI, "up", "--dir", cls.dir, "--dram", "256MB"],
+                            capture_output=True, text=True, timeout=120)
+        if up.returncode != 0:
+            raise RuntimeError("fluxon up failed (%d): %s" % (up.returncode, up.stderr))
+        cls.socket = up.stdout.split()[0]
+        cls.client = fluxon.Client(cls.socket)
+        cls.addClassCleanup(cls.client.close)
+
+    def key(self, name=""):
+        """A key of this test only."""
+        return "%s/%s" % (self.id(), name)
+
+    def need_numpy(self):
+        if np is None:
+            self.fail("numpy is missing for %s: run scripts/deps.sh (python3-numpy)"
+                      % sys.executable)
+
+    def addr(self, obj):
+        """The address of the first byte of a buffer-protocol object."""
+        return np.frombuffer(obj, dtype=np.uint8).ctypes.data
+
+    # ---- put / get --------------------------------------------------------------------
+
+    def test_roundtrip_buffer_types(self):
+        c = self.client
+        ints = array.array("i", range(1000))
+        backing = bytearray(pattern(5000, 3))
+        values = {
+            "bytes": pattern(70000, 1),
+            "bytearray": bytearray(pattern(1234, 2)),
+            "memoryview": memoryview(backing)[100:4100],
+            "array": ints,
+        }
+        for name, v in values.items():
+            c.put(self.key(name), v)
+        for name, v in values.items():
+            want = bytes(v)  # array.array: its machine bytes
+            h = c.get(self.key(name))
+            self.assertIsInstance(h, fluxon.MemHolder)
+            self.assertEqual(len(h), len(want), name)
+            self.assertEqual(h.access(), want, name)
+            self.assertEqual(bytes(memoryview(h)), want, name)
+            self.assertEqual(h.source, "memory")
+            h.release()
+        back = array.array("i")
+        back.frombytes(c.get(self.key("array")).access())
+        self.assertEqual(back, ints)
+
+    def test_noncontiguous_buffer_is_refused(self):
+        with self.assertRaises(BufferError):
+            self.client.put(self.key(), memoryview(b"abcdef")[::2])
+        with self.assertRaises(TypeError):
+            self.client.put(self.key(), "a str is not a buffer")
+
+    def test_str_and_bytes_keys(self):
+        c = self.client
+        k = self.key("ключ-\u00e9")
+        c.put(k, b"via str")
+        self.assertEqual(c.get(k.encode("utf-8")).access(), b"via str")  # str is UTF-8
+        bk = b"\x00\xff binary \x01" + self.key().encode()
+        c.put(bk, b"via bytes")
+        self.assertEqual(c.get(bk).access(), b"via bytes")
+        self.assertEqual(c.get_blocking(bk).access(), b"via bytes")
+        with self.assertRaises(TypeError):
+            c.put(42, b"x")
+        with self.assertRaises(fluxon.Error):
+            c.put("", b"x")  # keys are 1..4096 bytes
+
+    def test_empty_value(self):
+        c = self.client
+        c.put(self.key(), b"")
+        h = c.get(self.key())
+        self.assertEqual(len(h), 0)
+        self.assertEqual(h.access(), b"")
+        self.assertEqual(memoryview(h).nbytes, 0)
+        self.assertEqual(c.get_size(self.key()), 0)
+        h.release()
+
+    def test_large_value(self):
+        v = os.urandom(16 << 20)
+        self.client.put(self.key(), v)
+        with self.client.get(self.key()) as h:
+            self.assertEqual(memoryview(h), v)
+
+    def test_key_not_found(self):
+        c = self.client
+        self.assertTrue(issubclass(fluxon.KeyNotFound, fluxon.Error))
+        with self.assertRaises(fluxon.KeyNotFound) as cm:
+            c.get(self.key("missing"))
+        self.assertIsInstance(cm.exception, fluxon.Error)
+        self.assertEqual(cm.exception.code, -1)  # FX_ENOTFOUND
+        self.assertIn("KeyNotFound", str(cm.exception))
+        with self.assertRaises(fluxon.KeyNotFound):
+            c.delete(self.key("missing"))
+        with self.assertRaises(fluxon.KeyNotFound):
+            c.get_size(self.key("missing"))
+        with self.assertRaises(fluxon.KeyNotFound):
+            c.get_into(self.key("missing"), bytearray(8))
+
+    def test_delete(self):
+        c = self.client
+        c.put(self.key(), b"gone soon")
+        h = c.get(self.key())
+        c.delete(self.key())
+        self.assertFalse(c.exists(self.key()))
+        with self.assertRaises(fluxon.KeyNotFound):
+            c.get(self.key())
+        self.assertEqual(h.access(), b"gone soon")  # holders taken stay valid
+        h.release()
+
+    # ---- MemHolder ----------------------------------------------------------------------
+
+    def test_holder_unchanged_by_overwrite_until_released(self):
+        c = self.client
+        old, new = pattern(100000, 10), pattern(100000, 11)
+        c.put(self.key(), old)
+        h = c.get(self.key())
+        mv = memoryview(h)
+        c.put(self.key(), new)
+        self.assertEqual(c.get(self.key()).access(), new)
+        self.assertEqual(h.access(), old)
+        self.assertEqual(mv, old)
+        mv.release()
+        h.release()
+
+    def test_memoryview_is_zero_copy_and_readonly(self):
+        self.need_numpy()
+        c = self.client
+        c.put(self.key(), pattern(4096, 5))
+        h = c.get(self.key())
+        mv1, mv2 = memoryview(h), memoryview(h)
+        self.assertTrue(mv1.readonly)
+        self.assertEqual(mv1.obj, h)
+        a1, a2 = self.addr(mv1), self.addr(mv2)
+        self.assertEqual(a1, a2)  # both views see the holder's own bytes
+        self.assertEqual(a1, np.from_dlpack(h).ctypes.data)
+        self.assertNotEqual(a1, self.addr(h.access()))  # access() is the copy
+        with self.assertRaises(TypeError):  # no writable export
+            c.get_into(self.key(), h)
+        with self.assertRaises(TypeError):
+            memoryview(h)[0] = 0
+        self.assertEqual(mv1, pattern(4096, 5))
+        mv1.release()
+        mv2.release()
+        h.release()
+
+    def test_views_keep_holder_alive_and_block_release(self):
+        c = self.client
+        v = pattern(3000, 7)
+        c.put(self.key(), v)
+        h = c.get(self.key())
+        mv = memoryview(h)
+        with self.assertRaises(BufferError):
+            h.release()
+        self.assertFalse(h.released)
+        del h
+        gc.collect()
+        c.put(self.key(), b"overwritten")
+        self.assertEqual(mv, v)  # the view still holds the holder
+        h = mv.obj
+        mv.release()
+        h.release()  # no view left: now it may go
+        self.assertTrue(h.released)
+
+    def test_release_is_idempotent(self):
+        c = self.client
+        c.put(self.key(), b"abc")
+        h = c.get(self.key())
+        h.release()
+        h.release()
+        self.assertTrue(h.released)
+        self.assertEqual(len(h), 3)
+        self.assertEqual(h.source, "memory")
+        with self.assertRaises(ValueError):
+            h.access()
+        with self.assertRaises(BufferError):
+            memoryview(h)
+        with self.assertRaises(BufferError):
+            h.__dlpack__()
+        with c.get(self.key()) as h2:
+            self.assertEqual(h2.access(), b"abc")
+        self.assertTrue(h2.released)
+
+    def test_dlpack_numpy(self):
+        self.need_numpy()
+        c = self.client
+        v = pattern(65536, 9)
+        c.put(self.key(), v)
+        h = c.get(self.key())
+        self.assertEqual(h.__dlpack_device__(), (1, 0))
+        base = sys.getrefcount(h)
+        a = np.from_dlpack(h)
+        self.assertEqual(sys.getrefcount(h), base + 1)  # the tensor holds the holder
+        self.assertEqual(a.dtype, np.uint8)
+        self.assertEqual(a.shape, (len(v),))
+        self.assertEqual(a.tobytes(), v)
+        self.assertEqual(a.ctypes.data, self.addr(h))  # zero-copy
+        with self.assertRaises(BufferError):
+            h.release()
+        del h
+        gc.collect()
+        c.put(self.key(), b"overwritten")
+        self.assertEqual(a.tobytes(), v)  # still valid through the tensor alone
+        h = c.get(self.key())
+        self.assertEqual(h.access(), b"overwritten")
+        b = np.from_dlpack(h)
+        base = sys.getrefcount(h)
+        del b  # numpy renamed the capsule and calls the deleter: once
+        gc.collect()
+        self.assertEqual(sys.getrefcount(h), base - 1)
+        h.release()
+        del a
+
+    def test_dlpack_capsule_protocol(self):
+        c = self.client
+        c.put(self.key(), b"capsule")
+        h = c.get(self.key())
+        base = sys.getrefcount(h)
+        cap = h.__dlpack__()
+        self.assertIn('"dltensor"', repr(cap))
+        self.assertEqual(sys.getrefcount(h), base + 1)
+        with self.assertRaises(BufferError):
+            h.release()
+        del cap  # never consumed: the capsule's destructor calls the deleter
+        self.assertEqual(sys.getrefcount(h), base)
+        cap = h.__dlpack__(stream=None)
+        del cap
+        with self.assertRaises(BufferError):
+            h.__dlpack__(stream=1)  # CPU: no stream
+        h.release()
+
+    # ---- get_into -----------------------------------------------------------------------
+
+    def test_get_into(self):
+        c = self.client
+        v = pattern(1000, 4)
+        c.put(self.key(), v)
+        exact = bytearray(len(v))
+        self.assertEqual(c.get_into(self.key(), exact), len(v))
+        self.assertEqual(exact, v)
+        bigger = bytearray(b"\xa5" * 1500)
+        self.assertEqual(c.get_into(self.key(), bigger), len(v))
+        self.assertEqual(bigger[:1000], v)
+        self.assertEqual(bigger[1000:], b"\xa5" * 500)
+        small = bytearray(b"\x5a" * 999)
+        with self.assertRaises(fluxon.Error) as cm:
+            c.get_into(self.key(), small)
+        self.assertIn("too small", str(cm.exception))
+        self.assertIn("1000", str(cm.exception))
+        self.assertEqual(small, b"\x5a" * 999)  # untouched
+        window = bytearray(2000)
+        self.assertEqual(c.get_into(self.key(), memoryview(window)[500:]), len(v))
+        self.assertEqual(window[500:1500], v)
+        with self.assertRaises(TypeError):
+            c.get_into(self.key(), b"read-only" * 200)
+
+    # ---- batches ------------------------------------------------------------------------
+
+    def test_batch_put_and_get_hits_and_misses(self):
+        c = self.client
+        keys = [self.key("k%d" % i) for i in range(10)]
+        vals = [pattern(100 + 997 * i, i) for i in range(10)]
+        vals[3] = bytearray(vals[3])
+        vals[4] = memoryview(vals[4])
+        self.assertIsNone(c.batch_put(keys, vals))
+        ask = [keys[0], self.key("miss1"), keys[5], self.key("miss2"), keys[9], keys[3]]
+        got = c.batch_get(ask)
+        self.assertEqual(len(got), 6)
+        self.assertIsNone(got[1])
+        self.assertIsNone(got[3])
+        for g, i in ((got[0], 0), (got[2], 5), (got[4], 9), (got[5], 3)):
+            self.assertIsInstance(g, fluxon.MemHolder)
+            self.assertEqual(g.access(), bytes(vals[i]))
+            g.release()
+        self.assertIsNone(c.batch_put([], []))
+        self.assertEqual(c.batch_get([]), [])
+        with self.assertRaises(ValueError):
+            c.batch_put(keys, vals[:3])
+
+    def test_batch_larger_than_batch_max(self):
+        c = self.client
+        n = fluxon.BATCH_MAX + 5
+        keys = [self.key(str(i)) for i in range(n)]
+        c.batch_put(keys, [str(i).encode() for i in range(n)])
+        got = c.batch_get(keys + [self.key("miss")])
+        self.assertIsNone(got[-1])
+        self.assertEqual([g.access() for g in got[:-1]], [str(i).encode() for i in range(n)])
+        for g in got[:-1]:
+            g.release()
+
+    def test_batch_put_reports_each_key(self):
+        c = self.client
+        too_big = bytes((256 << 20) + 1)  # more than the whole 256 MB segment
+        keys = [self.key("a"), self.key("big"), self.key("b")]
+        with self.assertRaises(fluxon.NoSpace) as cm:
+            c.batch_put(keys, [b"1", too_big, b"2"])
+        r = cm.exception.results
+        self.assertEqual(len(r), 3)
+        self.assertIsNone(r[0])
+        self.assertIsInstance(r[1], fluxon.NoSpace)
+        self.assertIs(r[1], cm.exception)
+        self.assertIsNone(r[2])
+        self.assertEqual(c.get(keys[0]).access(), b"1")  # the others were stored
+        self.assertEqual(c.get(keys[2]).access(), b"2")
+        self.assertFalse(c.exists(keys[1]))
+
+    # ---- threads ------------------------------------------------------------------------
+
+    def test_threads_put_get_concurrently(self):
+        c = self.client
+        rounds, errors = 40, []
+        start = threading.Barrier(8)
+
+        def work(t):
+            try:
+                start.wait()
+                for i in range(rounds):
+                    k = self.key("t%d/%d" % (t, i % 5))
+                    v = pattern(20000 + 100 * t + i, t * 1000 + i)
+                    c.put(k, v)
+                    with c.get(k) as h:
+                        if h.access() != v:
+                            errors.append("thread %d round %d: wrong value" % (t, i))
+                    buf = bytearray(len(v))
+                    if c.get_into(k, buf) != len(v) or buf != v:
+                        errors.append("thread %d round %d: wrong get_into" % (t, i))
+            except Exception as e:  # reported below, with the thread
+                errors.append("thread %d: %r" % (t, e))
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+
+    def test_blocking_call_releases_the_gil(self):
+        # A fake owner that accepts and never answers: fluxon.Client() blocks in
+        # fx_connect on another thread, with a 10-minute FLUXON_TIMEOUT_MS. This
+        # thread then reads the hello and closes the connection, which ends that
+        # call at once. Were the GIL held during the call, this thread could not
+        # run until the call timed out, and the test would hang past its ctest
+        # timeout (300 s) instead.
+        path = os.path.join(self.dir, "silent.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        outcome = []
+
+        def connect():
+            try:
+                fluxon.Client(path)
+            except fluxon.Error as e:
+                outcome.append(e)
+
+        saved = os.environ.get("FLUXON_TIMEOUT_MS")
+        os.environ["FLUXON_TIMEOUT_MS"] = "600000"
+        try:
+            t = threading.Thread(target=connect, daemon=True)
+            t.start()
+            conn, _ = srv.accept()
+            self.assertTrue(conn.recv(64))  # the client's hello: it is in the call
+            self.assertTrue(t.is_alive())
+            conn.close()  # the owner "goes away": the call fails now
+            t.join(60)
+            self.assertFalse(t.is_alive())
+        finally:
+            srv.close()
+            if saved is None:
+                del os.environ["FLUXON_TIMEOUT_MS"]
+            else:
+                os.environ["FLUXON_TIMEOUT_MS"] = saved
+        self.assertEqual(len(outcome), 1)
+        self.assertIsInstance(outcome[0], fluxon.Error)
+
+    def test_close_while_threads_use_the_client(self):
+        c2 = fluxon.Client(self.socket)
+        go, errors, counts = threading.Event(), [], [0] * 4
+
+        def work(t):
+            go.wait()
+            try:
+                while True:
+                    c2.put(self.key(str(t)), b"x" * 1000)
+                    c2.get(self.key(str(t))).release()
+                    counts[t] += 1
+            except fluxon.Error as e:
+                if "closed" not in str(e):
+                    errors.append(repr(e))
+            except Exception as e:
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        go.set()
+        while sum(counts) < 20:
+            time.sleep(0.001)
+        c2.close()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+
+    # ---- client lifetime ----------------------------------------------------------------
+
+    def test_context_manager_closes(self):
+        with fluxon.Client(self.socket) as c2:
+            self.assertFalse(c2.closed)
+            c2.put(self.key(), b"cm")
+            self.assertEqual(c2.get(self.key()).access(), b"cm")
+        self.assertTrue(c2.closed)
+        with self.assertRaises(fluxon.Error):
+            c2.put(self.key(), b"after")
+        with self.assertRaises(fluxon.Error):
+            c2.get(self.key())
+        with self.assertRaises(fluxon.Error):
+            c2.batch_get([self.key()])
+        with self.assertRaises(fluxon.Error):
+            with c2:
+                pass
+        c2.close()  # idempotent
+        self.assertEqual(self.client.get(self.key()).access(), b"cm")
+
+    def test_close_with_live_holders_keeps_them_valid(self):
+        c2 = fluxon.Client(self.socket)
+        v = pattern(50000, 12)
+        c2.put(self.key(), v)
+        h = c2.get(self.key())
+        mv = memoryview(h)
+        c2.close()
+        with self.assertRaises(fluxon.Error):
+            c2.get(self.key())
+        self.assertEqual(h.access(), v)  # closing waits for the last holder
+        self.assertEqual(mv, v)
+        del c2
+        gc.collect()
+        self.assertEqual(mv, v)
+        mv.release()
+        h.release()
+
+    def test_default_socket_from_environment(self):
+        saved = os.environ.get("FLUXON_SOCKET")
+        try:
+            os.environ["FLUXON_SOCKET"] = self.socket
+            with fluxon.Client() as c2:
+                c2.put(self.key(), b"env")
+            del os.environ["FLUXON_SOCKET"]
+            with self.assertRaises(fluxon.Error) as cm:
+                fluxon.Client()
+            self.assertIn("FLUXON_SOCKET", str(cm.exception))
+            with self.assertRaises(fluxon.Error):
+                fluxon.Client(os.path.join(self.dir, "no-such.sock"))
+        finally:
+            if saved is not None:
+                os.environ["FLUXON_SOCKET"] = saved
+
+    # ---- queries, put options, leases ---------------------------------------------------
+
+    def test_exists_get_size_count_prefix(self):
+        c = self.client
+        p = self.key("p") + "/"
+        self.assertFalse(c.exists(p + "0"))
+        for i in range(3):
+            c.put(p + str(i), b"v" * (10 * i + 1))
+        self.assertTrue(c.exists(p + "1"))
+        self.assertTrue(c.exists((p + "1").encode()))
+        self.assertEqual(c.get_size(p + "2"), 21)
+        deadline = time.monotonic() + 10  # the prefix index is eventually consistent
+        while c.count_prefix(p) != 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(c.count_prefix(p), 3)
+        self.assertEqual(c.count_prefix(p.encode()), 3)
+        self.assertGreaterEqual(c.count_prefix(), 3)
+
+    def test_put_options(self):
+        c = self.client
+        k = self.key()
+        c.put(k, b"first", reject_if_exists=True)  # absent: stored
+        with self.assertRaises(fluxon.AlreadyExists) as cm:
+            c.put(k, b"second", reject_if_exists=True)
+        self.assertIsInstance(cm.exception, fluxon.Error)
+        self.assertEqual(c.get(k).access(), b"first")
+        c.put(k, b"third", reject_if_inflight_same_key=True)  # nothing in flight
+        self.assertEqual(c.get(k).access(), b"third")
+        with self.assertRaises(TypeError):
+            c.put(k, b"x", 0)  # options are keyword-only
+
+    def test_leases(self):
+        c = self.client
+        lease = c.lease_allocate(60000)
+        self.assertIsInstance(lease, int)
+        self.assertGreater(lease, 0)
+        c.put(self.key(), b"leased", lease_id=lease)
+        c.lease_keepalive(lease)
+        self.assertEqual(c.get(self.key()).access(), b"leased")
+        with self.assertRaises(fluxon.Error):
+            c.lease_keepalive(lease + 1000000)  # unknown: Stale
+        with self.assertRaises(fluxon.Error):
+            c.put(self.key("x"), b"v", lease_id=lease + 1000000)
+        with self.assertRaises(OverflowError):
+            c.put(self.key("x"), b"v", lease_id=-1)
+
+    def test_short_lease_expires(self):
+        c = self.client
+        lease = c.lease_allocate(200)
+        c.put(self.key(), b"short", lease_id=lease)
+        deadline = time.monotonic() + 15
+        while c.exists(self.key()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(c.exists(self.key()))
+        with self.assertRaises(fluxon.Error):
+            c.lease_keepalive(lease)
+
+
+if __name__ == "__main__":
+    unittest.main()
