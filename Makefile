@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-hitrate bench-ssd bench-ssd-refill fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-hitrate bench-pressure bench-smoke bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -58,6 +58,17 @@ bench-cluster: build
 # (root only). `fx_bench_hitrate --sim-only` needs no cluster.
 bench-hitrate: build
 	@$(BENCH_HITRATE)
+
+# The pressure benchmark of spec 000 §8 against memcached (+ extstore) and redis
+# (docs/benchmarks.md). The full matrix takes hours on 2 cores; PRESSURE_ARGS
+# narrows it (options at the top of bench/pressure/run.sh). bench-smoke: one
+# payload, c1, a 5 s window, under 3 minutes.
+bench-pressure: build
+	@./scripts/deps.sh --bench && ./bench/pressure/run.sh $(BUILD) $(PRESSURE_ARGS)
+
+bench-smoke: build
+	@./scripts/deps.sh --bench && \
+		./bench/pressure/run.sh $(BUILD) --smoke --out $(BUILD)/pressure-smoke
 
 bench-ssd: build
 	@./scripts/bench_ssd.sh $(BUILD)

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need, only when one is missing.
+# --bench adds what the pressure benchmark compares against and draws with
+# (memcached, redis, matplotlib); their services are not left running.
 set -euo pipefail
 pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config libuv1-dev libprotobuf-c-dev
       protobuf-c-compiler libyaml-dev libxxhash-dev liburing-dev libmicrohttpd-dev
       libbsd-dev uthash-dev python3 fio python3-dev python3-numpy libdlpack-dev)
+bench=0
+if [ "${1:-}" = --bench ]; then
+  bench=1
+  pkgs+=(memcached redis-server python3-matplotlib)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -13,4 +20,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+if [ "$bench" = 1 ]; then
+  # Debian starts these as services on install: the benchmark runs its own.
+  for svc in memcached redis-server; do
+    if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then
+      ${SUDO:-} service "$svc" stop >/dev/null 2>&1 || true
+    fi
+  done
 fi

@@ -201,6 +201,7 @@ struct up_run {
     struct up_owner *owners; /* n_owners entries; pid 0 until started */
     size_t n_owners;
     uint64_t ssd; /* each owner's SSD tier in bytes, 0 for none */
+    const char *cache_budget; /* the master's --cache-budget, NULL: its default */
 };
 
 static volatile sig_atomic_t up_signal;
@@ -596,7 +597,11 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
     catch_signals();
 
     char *master_argv[] = {master_bin,       "--listen",       "127.0.0.1:0", "--port-file",
-                           run->master_addr, "--cluster-name", CLUSTER_NAME,  NULL};
+                           run->master_addr, "--cluster-name", CLUSTER_NAME,  NULL, NULL, NULL};
+    if (run->cache_budget) {
+        master_argv[7] = "--cache-budget";
+        master_argv[8] = (char *)run->cache_budget;
+    }
     if ((rc = proc_spawn(master_argv, run->master_log, &run->master)) != 0)
         return up_fail(run, NULL, "cannot start %s: %s", master_bin, strerror(-rc));
     if ((rc = proc_pidfile_write(run->master_pid, run->master)) != 0)
@@ -638,12 +643,12 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
 int cli_up(int argc, char **argv)
 {
     const char *dir_opt = NULL, *dram_opt = NULL, *ssd_opt = NULL, *owners_opt = NULL;
-    const char *bin_dir = NULL, *pos[1];
+    const char *bin_dir = NULL, *budget_opt = NULL, *pos[1];
     size_t npos;
     const struct args_opt opts[] = {
         {"--dir", NULL, &dir_opt, NULL},          {"--dram", NULL, &dram_opt, NULL},
         {"--ssd", NULL, &ssd_opt, NULL},          {"--owners", NULL, &owners_opt, NULL},
-        {"--bin-dir", NULL, &bin_dir, NULL},
+        {"--bin-dir", NULL, &bin_dir, NULL},      {"--cache-budget", NULL, &budget_opt, NULL},
     };
     const struct args_spec spec = {"up", opts, sizeof opts / sizeof opts[0], NULL, 0, 0};
     int rc = args_parse(&spec, argc, argv, pos, &npos);
@@ -666,6 +671,14 @@ int cli_up(int argc, char **argv)
         return usage_error("invalid --ssd '%s' (expected a size of at least 512 bytes, such as "
                            "256MB or 4GB)",
                            ssd_opt);
+    if (budget_opt) {
+        char *end;
+        errno = 0;
+        long pct = strtol(budget_opt, &end, 10);
+        if (errno || end == budget_opt || (*end && strcmp(end, "%") != 0) || pct < 1 || pct > 100)
+            return usage_error("invalid --cache-budget '%s' (expected a percentage 1..100)",
+                               budget_opt);
+    }
     uint64_t dram = GIB;
     if (dram_opt && (size_parse(dram_opt, &dram) != 0 || dram == 0))
         return usage_error("invalid --dram '%s' (expected a size such as 512MB or 2GB)",
@@ -688,7 +701,8 @@ int cli_up(int argc, char **argv)
     if ((rc = prepare_dir(dir_opt ? dir_opt : default_dir, !dir_opt, dir, sizeof dir)) != 0)
         return rc;
 
-    struct up_run run = {.dir = dir, .n_owners = (size_t)owners, .ssd = ssd};
+    struct up_run run = {
+        .dir = dir, .n_owners = (size_t)owners, .ssd = ssd, .cache_budget = budget_opt};
     run.owners = calloc(run.n_owners, sizeof *run.owners);
     if (!run.owners) {
         fprintf(stderr, "fluxon up: %s\n", strerror(ENOMEM));

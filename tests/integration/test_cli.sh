@@ -185,6 +185,16 @@ sleep 0.1
 check "no daemon is left after a failed up ($(daemons_in "$fdir"))" test -z "$(daemons_in "$fdir")"
 check "no pid file is left after a failed up" bash -c "! ls '$fdir'/*.pid >/dev/null 2>&1"
 
+# ---- the master's cache budget --------------------------------------------------
+"$bin/fluxon" up --dir "$dir/budget-bad" --cache-budget 150 >/dev/null 2>&1; rc=$?
+check "up --cache-budget 150 is a usage error (got $rc)" test $rc -eq 2
+bdir="$dir/budget"
+out=$("$bin/fluxon" up --dir "$bdir" --dram 64MB --cache-budget 50 2>&1); rc=$?
+check "up --cache-budget 50 exits 0 (got $rc: $out)" test $rc -eq 0
+st=$("$bin/fluxon" stat --socket "$bdir/owner0.sock")
+check "stat shows half the segment as cache_budget ($st)" grep -q "cache_budget=33554432 " <<<"$st"
+"$bin/fluxon" down --dir "$bdir" >/dev/null 2>&1
+
 # ---- an SSD tier per owner ------------------------------------------------------
 sdir="$dir/ssd"
 out=$("$bin/fluxon" up --dir "$sdir" --owners 2 --dram 64MB --ssd 256MB 2>&1); rc=$?
