@@ -55,6 +55,7 @@ fluxon=$build/fluxon
 [ -x "$bench" ] && [ -x "$fluxon" ] || { echo "run.sh: build first ($bench)" >&2; exit 2; }
 mkdir -p "$out"
 summary=$out/summary.jsonl
+[ -s "$summary" ] && mv "$summary" "$summary.$(date +%Y%m%d-%H%M%S)" # one run per file
 work=$(mktemp -d /tmp/fx-pressure.XXXXXX)
 server_pids=""
 fluxon_dir=""
@@ -72,10 +73,11 @@ stop_servers() {
     "$fluxon" down --dir "$fluxon_dir" >/dev/null 2>&1
     fluxon_dir=""
   fi
-  for p in $server_pids; do
-    kill "$p" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null
+  local pid
+  for pid in $server_pids; do
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null
   done
   server_pids=""
   rm -rf "${work:?}"/case
