@@ -33,15 +33,19 @@ int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
         return r;
     }
     Fx__ExternalGetResp *g = (Fx__ExternalGetResp *)m;
+    uint64_t id = g->holder_id;
     if (g->offset > c->seg_size || g->len > c->seg_size - g->offset) {
         msg_free(m);
+        holder_ack_ids(c, &id, 1);
         return client_fail(FX_EPROTO, "owner answered a range outside its segment");
     }
     h = holder_new(c, key, klen, g);
     bool cacheable = g->cacheable;
     msg_free(m);
-    if (!h)
+    if (!h) {
+        holder_ack_ids(c, &id, 1);
         return client_fail(FX_ENOMEM, "out of memory");
+    }
     if (cacheable)
         holder_index_offer(c, h, epoch);
     *out = h;

@@ -64,22 +64,31 @@ int fx_batch_get(fx_client *c, size_t n, const char *const *keys, const size_t *
             goto fail;
         err = client_call_many(c, x, MSG_EXT_GET, m, rp, resps);
         client_conn_put(c, x, err != 0);
-        for (size_t j = 0; j < m && !err; j++) {
+        /* Holders the owner handed out that do not become fx_holders (the
+         * batch failed, a bad range, out of memory) are released at once. */
+        uint64_t *unused = malloc(m * sizeof *unused); /* NULL: they stay until fx_close */
+        size_t n_unused = 0;
+        for (size_t j = 0; j < m; j++) {
             Fx__ExternalGetResp *g = (Fx__ExternalGetResp *)resps[j];
             size_t i = slot[j];
-            if ((results[i] = g->status))
-                continue;
-            if (g->offset > c->seg_size || g->len > c->seg_size - g->offset) {
-                results[i] = FX_EPROTO;
-                continue;
-            }
-            if (!(out[i] = holder_new(c, keys[i], klens[i], g))) {
-                results[i] = FX_ENOMEM;
+            if (!g || g->status) {
+                if (g && !err)
+                    results[i] = g->status;
                 continue;
             }
-            if (g->cacheable)
-                holder_index_offer(c, out[i], epoch);
+            bool bad_range = g->offset > c->seg_size || g->len > c->seg_size - g->offset;
+            if (!err && !bad_range && (out[i] = holder_new(c, keys[i], klens[i], g))) {
+                if (g->cacheable)
+                    holder_index_offer(c, out[i], epoch);
+                continue;
+            }
+            if (!err)
+                results[i] = bad_range ? FX_EPROTO : FX_ENOMEM;
+            if (unused)
+                unused[n_unused++] = g->holder_id;
         }
+        holder_ack_ids(c, unused, n_unused);
+        free(unused);
         for (size_t j = 0; j < m; j++)
             msg_free(resps[j]);
         if (err)

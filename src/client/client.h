@@ -105,6 +105,11 @@ int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHello
 
 /* holder.c */
 fx_holder *holder_index_get(fx_client *c, const char *key, size_t klen);
+/* Tells the owner (ExternalDeleteAck) that these holder ids are released:
+ * holders it handed out that the client will never wrap (a failed batch, an
+ * answer out of bounds, out of memory), so they do not stay pinned until
+ * fx_close. */
+void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n);
 fx_holder *holder_new(fx_client *c, const char *key, size_t klen, const Fx__ExternalGetResp *r);
 /* Puts h in the weak index if no invalidation happened since epoch. */
 void holder_index_offer(fx_client *c, fx_holder *h, uint64_t epoch);

@@ -18,6 +18,19 @@
 #include "client/client.h"
 #include "common/memdup.h"
 
+void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n)
+{
+    if (!n)
+        return;
+    Fx__ExternalDeleteAckReq req = FX__EXTERNAL_DELETE_ACK_REQ__INIT;
+    req.n_holder_ids = n;
+    req.holder_ids = (uint64_t *)ids;
+    int err;
+    xconn *x = client_conn_get(c, &err);
+    if (x) /* when the owner is gone, it has already reclaimed the holder */
+        client_conn_put(c, x, client_notify(c, x, MSG_EXT_DELETE_ACK, &req.base) != 0);
+}
+
 fx_holder *holder_index_get(fx_client *c, const char *key, size_t klen)
 {
     pthread_mutex_lock(&c->index_lock);
@@ -113,14 +126,7 @@ void fx_holder_release(fx_holder *h)
     DL_DELETE(c->live, h);
     pthread_mutex_unlock(&c->index_lock);
 
-    Fx__ExternalDeleteAckReq req = FX__EXTERNAL_DELETE_ACK_REQ__INIT;
-    uint64_t id = h->holder_id;
-    req.n_holder_ids = 1;
-    req.holder_ids = &id;
-    int err;
-    xconn *x = client_conn_get(c, &err);
-    if (x) /* when the owner is gone, it has already reclaimed the holder */
-        client_conn_put(c, x, client_notify(c, x, MSG_EXT_DELETE_ACK, &req.base) != 0);
+    holder_ack_ids(c, &h->holder_id, 1);
     holder_destroy(h);
 }
 

@@ -50,7 +50,7 @@ void seg_space_unref(seg_space *s)
         return;
     assert(s->refs > 0);
     if (--s->refs == 0) {
-        assert(replica_cache_count(s->cache) == 0 && s->reserved == 0);
+        assert(replica_cache_count(s->cache) == 0 && s->reserved == 0 && s->returning == 0);
         replica_cache_free(s->cache);
         range_alloc_free(s->ra);
         free(s);
@@ -83,6 +83,7 @@ allocation *allocation_new(seg_space *s, uint64_t len, int *err)
     a->stat_mark = 0;
     a->reserved = false;
     a->persisting = false;
+    a->returning = false;
     return a;
 }
 
@@ -100,6 +101,8 @@ void allocation_unref(allocation *a)
     assert(a->refs > 0);
     if (--a->refs == 0) {
         allocation_unreserve(a);
+        if (a->returning)
+            a->space->returning -= a->capacity;
         int r = range_alloc_release(a->space->ra, a->offset, a->capacity);
         assert(r == 0);
         (void)r;

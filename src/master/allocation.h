@@ -32,6 +32,9 @@ typedef struct seg_space {
     uint64_t budget;
     uint64_t reserved;
     uint64_t evictions;
+    /* Bytes of evicted replicas still referenced (owner caches, holders,
+     * reads in flight): they come back to the allocator when released. */
+    uint64_t returning;
 } seg_space;
 
 typedef struct allocation {
@@ -43,6 +46,7 @@ typedef struct allocation {
     uint64_t stat_mark; /* stat.c: counted in the Stat pass with this number */
     bool reserved;      /* its capacity is counted in space->reserved */
     bool persisting;    /* ssd.c: an SSD persist of it is in flight */
+    bool returning;     /* evicted while referenced: counted in space->returning */
 } allocation;
 
 /* A space over [0, capacity) for node_id, with one reference and an empty

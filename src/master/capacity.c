@@ -20,9 +20,12 @@
  * leaves the table. The owners that cached the version are told to drop it,
  * so their references (and those of released holders) come back to the
  * allocator; bytes still pinned by live holders come back when they are
- * released. A target allocation that does not fit evicts victims at once
- * until it fits (or until as many bytes as it needs are on their way back),
- * then waits in alloc_wait.c.
+ * released (seg_space.returning counts them until then). A target
+ * allocation that does not fit evicts victims at once until it fits or until
+ * as many bytes as it needs are on their way back, then waits in
+ * alloc_wait.c; one larger than the segment evicts nothing. A replica being
+ * published makes room before it enters the cache, so it is never its own
+ * victim.
  */
 #include "master/master.h"
 #include "master/replica_cache.h"
@@ -42,6 +45,11 @@ static void evict_popped(master *m, seg_space *s, route *r)
         return; /* cannot happen: an item always has its replica */
     rep->cache_item = NULL;
     s->evictions++;
+    allocation *a = rep->memory;
+    if (a->refs > 1 && !a->returning) { /* its bytes come back when released */
+        a->returning = true;
+        s->returning += a->capacity;
+    }
     member *mb = master_member(m, s->node_id);
     route_drop_memory(r, s->node_id);
     if (r->n_replicas == 0) {
@@ -71,12 +79,24 @@ void master_replica_published(master *m, route *r, replica *rep)
     seg_space *s = rep->memory->space;
     if (r->lease_id) {
         allocation_reserve(rep->memory); /* never evicted; counted until freed */
-    } else {
-        rep->cache_item = replica_cache_insert(s->cache, key_hash(r), rep->memory->capacity, r);
-        if (!rep->cache_item)
-            allocation_reserve(rep->memory); /* out of memory: at least stay counted */
+        master_enforce_budget(m, s);
+        return;
     }
-    master_enforce_budget(m, s);
+    /* Room first, then the new item (as S3-FIFO does): the replica just
+     * published is never its own victim. One larger than the whole budget
+     * stays until the next publish needs room. */
+    uint64_t cap = rep->memory->capacity;
+    uint32_t node = rep->node_id;
+    while (replica_cache_weight(s->cache) + s->reserved + cap > s->budget) {
+        route *victim = replica_cache_pop_victim(s->cache);
+        if (!victim)
+            break;
+        evict_popped(m, s, victim); /* never r: r is not in the cache yet */
+    }
+    rep = route_replica(r, node); /* still r's: r holds it, evicting others moved nothing here */
+    rep->cache_item = replica_cache_insert(s->cache, key_hash(r), cap, r);
+    if (!rep->cache_item)
+        allocation_reserve(rep->memory); /* out of memory: at least stay counted */
 }
 
 void master_note_access(route *r, uint32_t node_id)
@@ -92,23 +112,20 @@ allocation *master_alloc_evicting(master *m, member *mb, uint64_t len, int *err)
     allocation *a = allocation_new(s, len, err);
     if (a || *err != -ENOSPC)
         return a;
-    /* Make room now: evict until it fits, or until the bytes evicted that are
-     * still referenced (owner caches, holders, reads in flight) would cover
-     * it once released; the caller then waits for them. */
-    uint64_t coming_back = 0;
-    while (coming_back < len) {
+    if (len > range_alloc_capacity(s->ra))
+        return NULL; /* can never fit: evicting would only empty the owner */
+    /* Make room now: evict until it fits, or until the bytes of evicted
+     * replicas still referenced (owner caches, holders, reads in flight:
+     * s->returning, also those evicted by earlier rounds of a waiting
+     * request) would cover it once released; the caller then waits. */
+    while (s->returning < len) {
         route *victim = replica_cache_pop_victim(s->cache);
         if (!victim)
             break;
         replica *rep = route_replica(victim, s->node_id);
         bool frees_now = rep && rep->memory && rep->memory->refs == 1;
-        uint64_t cap = rep && rep->memory ? rep->memory->capacity : 0;
         evict_popped(m, s, victim);
-        if (!frees_now) {
-            coming_back += cap;
-            continue;
-        }
-        if ((a = allocation_new(s, len, err)) || *err != -ENOSPC)
+        if (frees_now && ((a = allocation_new(s, len, err)) || *err != -ENOSPC))
             return a;
     }
     *err = -ENOSPC;

@@ -154,6 +154,7 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     inflight_get *g = calloc(1, sizeof *g);
     if (!g) {
         allocation_unref(target);
+        allocation_unref(stage);
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }

@@ -15,6 +15,8 @@
  *   options  reject_if_exists (at start and at commit) and
  *            reject_if_inflight_same_key;
  *   queries  fx_exists, fx_get_size and fx_count_prefix;
+ *   big      a value over the budget is kept; one over the segment evicts
+ *            nothing;
  *   dead     an external killed while it holds 1000 holders: the owner
  *            releases them all and the used bytes come back to what the
  *            routes hold.
@@ -471,6 +473,39 @@ static void test_options_and_queries(void)
     CHECK(cluster_stop(&tc) == 0, "clean stop");
 }
 
+/* ---- values near the limits ------------------------------------------------- */
+
+/* A value larger than the budget (but not the segment) is stored and
+ * readable: making room happens before it enters the cache, so it is not its
+ * own victim. A value larger than the segment fails at once and evicts
+ * nothing. */
+static void test_big_values(void)
+{
+    test_cluster tc;
+    REQUIRE(cluster_start(&tc, 64 * MIB) == 0, "cluster start");
+    int err;
+    fx_client *c = fx_connect(tc.socket, &err);
+    REQUIRE(c, "connect: %s", fx_strerror(err));
+    REQUIRE(value_put(c, "small", 1, MIB) == 0, "put small");
+    fx_holder *h = NULL;
+    int r = value_put(c, "huge", 2, 100 * MIB);
+    CHECK(r == FX_ENOSPC, "a value larger than the segment: NoSpace (%s)", fx_strerror(r));
+    fx_owner_stat st = stat0(c);
+    CHECK(st.evictions == 0, "it evicted nothing (%llu)", (unsigned long long)st.evictions);
+    CHECK(fx_get(c, "small", 5, &h) == 0 && value_holder_is(h, 1, MIB), "small still there");
+    fx_holder_release(h);
+    size_t over = (size_t)(st.cache_budget + 4 * MIB); /* > budget, < segment */
+    r = value_put(c, "over-budget", 3, over);
+    CHECK(r == 0, "a value larger than the budget is stored: %s (%s)", fx_strerror(r),
+          fx_last_error_detail());
+    h = NULL;
+    CHECK(fx_get(c, "over-budget", 11, &h) == 0 && value_holder_is(h, 3, over),
+          "and readable right after its put returned");
+    fx_holder_release(h);
+    fx_close(c);
+    CHECK(cluster_stop(&tc) == 0, "clean stop");
+}
+
 /* ---- dead external ------------------------------------------------------------ */
 
 #define DEAD_KEYS 1000
@@ -542,6 +577,8 @@ int main(int argc, char **argv)
         test_options_and_queries();
     if (!only || !strcmp(only, "dead"))
         test_dead_external();
+    if (!only || !strcmp(only, "big"))
+        test_big_values();
     if (!only || !strcmp(only, "pinned"))
         test_pinned();
     if (!only || !strcmp(only, "lease"))
