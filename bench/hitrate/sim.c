@@ -242,16 +242,15 @@ out:
 static int policy_insert(replica_cache *rc, rc_item **item, const uint64_t *hash,
                          const key_set *ks, uint32_t k, uint64_t capacity)
 {
-    item[k] = replica_cache_insert(rc, hash[k], ks->size[k], KEY_CTX(k));
-    if (!item[k])
-        return -1;
-    while (replica_cache_weight(rc) > capacity) {
+    /* As master_replica_published: room first, then the new item. */
+    while (replica_cache_weight(rc) + ks->size[k] > capacity) {
         void *ctx = replica_cache_pop_victim(rc);
         if (!ctx)
             break;
         item[CTX_KEY(ctx)] = NULL;
     }
-    return 0;
+    item[k] = replica_cache_insert(rc, hash[k], ks->size[k], KEY_CTX(k));
+    return item[k] ? 0 : -1;
 }
 
 int sim_policy(const key_set *ks, const trace *t, uint64_t capacity, sim_result *out)
