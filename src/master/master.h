@@ -199,8 +199,6 @@ void master_on_ssd_evict(master *m, member *mb, net_conn *c, const frame_hdr *h,
 /* Clears node's ssd copy of r (and the entry, and r from the table, when
  * they are left empty). */
 void master_drop_ssd(master *m, route *r, uint32_t node);
-/* True while an SSD persist of a is in flight (its replica is not evictable). */
-bool master_ssd_persisting(master *m, const allocation *a);
 /* True when some live member has an SSD tier. */
 bool master_any_ssd(master *m);
 

@@ -299,7 +299,7 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
      * ends (ssd.c): until its SSD copy is committed, evicting it would lose
      * the key, and the persist reserves its bytes meanwhile. */
     replica *rep = route_replica(r, target->node_id);
-    if (rep && !(persist && master_ssd_persisting(m, rep->memory)))
+    if (rep && !(persist && rep->memory->persisting))
         master_replica_published(m, r, rep);
     route_unref(r);
 }

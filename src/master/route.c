@@ -122,8 +122,8 @@ route *route_table_replace(route_table *t, route *r)
     HASH_ADD_KEYPTR(hh, t->by_key, r->key, r->klen, r);
     r->in_table = true;
     t->count++;
-    if (t->prefix && prefix_index_add(t->prefix, r->key, r->klen) < 0)
-        t->prefix_lost++;
+    if (t->prefix)
+        (void)prefix_index_add(t->prefix, r->key, r->klen); /* out of memory: uncounted */
     return old;
 }
 

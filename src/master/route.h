@@ -57,7 +57,6 @@ typedef struct route_table {
     route *by_key;
     size_t count;
     struct prefix_index *prefix; /* keys of the table (count_prefix); may be NULL */
-    uint64_t prefix_lost; /* keys the index could not take (out of memory) */
 } route_table;
 
 /* A route for key (copied) with one reference, not yet in a table. */

@@ -61,11 +61,6 @@ static void persist_free(persist *p)
     free(p);
 }
 
-bool master_ssd_persisting(master *m, const allocation *a)
-{
-    (void)m;
-    return a && a->persisting;
-}
 
 static void on_persist_resp(int status, ProtobufCMessage *msg, void *ud)
 {

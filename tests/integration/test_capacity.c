@@ -477,8 +477,8 @@ static void test_options_and_queries(void)
 
 /* A value larger than the budget (but not the segment) is stored and
  * readable: making room happens before it enters the cache, so it is not its
- * own victim. A value larger than the segment fails at once and evicts
- * nothing. */
+ * own victim. A value larger than the segment is refused (by the owner,
+ * before the master) and evicts nothing. */
 static void test_big_values(void)
 {
     test_cluster tc;
