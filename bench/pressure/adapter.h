@@ -42,6 +42,11 @@ typedef struct pr_adapter {
      * (cap bytes; a longer value is an error). */
     int (*get)(pr_conn *c, const char *key, size_t klen, int mode, uint8_t *out, size_t cap,
                size_t *len, int *source, char *err, size_t errlen);
+    /* Whether key is stored at all (memory or SSD), without reading its
+     * value: 1 yes, 0 no, -1 on an error (message in err). The coordinator
+     * asks this of every key before the window to weigh which keys each
+     * system kept (the resident Zipf mass, see pressure.c). */
+    int (*resident)(pr_conn *c, const char *key, size_t klen, char *err, size_t errlen);
     /* The server's count of gets served from its SSD tier so far (a fresh
      * connection each call), for systems without a per-operation source; NULL
      * when the system reports sources per operation or has no SSD tier. 0, or

@@ -72,11 +72,20 @@ static int fx_get_one(pr_conn *c, const char *key, size_t klen, int mode, uint8_
     return 1;
 }
 
+static int fx_resident(pr_conn *c, const char *key, size_t klen, char *err, size_t errlen)
+{
+    int r = fx_exists(c->c, key, klen);
+    if (r < 0)
+        snprintf(err, errlen, "fx_exists: %s (%s)", fx_strerror(r), fx_last_error_detail());
+    return r < 0 ? -1 : r > 0;
+}
+
 const pr_adapter pr_adapter_fluxon = {
     .name = "fluxon",
     .connect = fx_connect_addr,
     .close = fx_close_conn,
     .put = fx_put_one,
     .get = fx_get_one,
+    .resident = fx_resident,
     .window_ssd_hits = NULL,
 };

@@ -180,6 +180,34 @@ static int mc_put(pr_conn *pc, const char *key, size_t klen, const void *val, si
     return -1;
 }
 
+/* "mg KEY" without flags: HD when stored (RAM or extstore), EN when not;
+ * no value moves and no extstore read happens. */
+static int mc_resident(pr_conn *pc, const char *key, size_t klen, char *err, size_t errlen)
+{
+    mc_conn *c = mc_of(pc);
+    if (c->broken)
+        return broken_fail(err, errlen);
+    if (!key_ok(key, klen, err, errlen))
+        return -1;
+    char req[MC_KEY_MAX + 16];
+    int rlen = snprintf(req, sizeof req, "mg %.*s\r\n", (int)klen, key);
+    int rc = netio_send(c->fd, req, (size_t)rlen);
+    if (rc < 0)
+        return io_fail(c, rc, "send mg", err, errlen);
+    char *line;
+    ssize_t n = netio_read_line(&c->rd, MC_LINE_MAX, &line);
+    if (n < 0)
+        return io_fail(c, (int)n, "read mg reply", err, errlen);
+    if (strcmp(line, "HD") == 0)
+        return 1;
+    if (strcmp(line, "EN") == 0)
+        return 0;
+    if (!in_sync_error(line))
+        c->broken = 1;
+    netio_errf(err, errlen, "memcached: mg %.*s: unexpected reply '%s'", (int)klen, key, line);
+    return -1;
+}
+
 static int mc_get(pr_conn *pc, const char *key, size_t klen, int mode, uint8_t *out, size_t cap,
                   size_t *len, int *source, char *err, size_t errlen)
 {
@@ -326,5 +354,6 @@ const pr_adapter pr_adapter_memcached = {
     .close = mc_close,
     .put = mc_put,
     .get = mc_get,
+    .resident = mc_resident,
     .window_ssd_hits = mc_window_ssd_hits,
 };

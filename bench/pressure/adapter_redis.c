@@ -161,6 +161,37 @@ static int rd_put(pr_conn *pc, const char *key, size_t klen, const void *val, si
     return reply_fail(c, "SET", line, err, errlen);
 }
 
+/* EXISTS KEY: ":1" when stored, ":0" when not. */
+static int rd_resident(pr_conn *pc, const char *key, size_t klen, char *err, size_t errlen)
+{
+    rd_conn *c = rd_of(pc);
+    if (c->broken)
+        return broken_fail(err, errlen);
+    if (klen && !key) {
+        netio_errf(err, errlen, "redis: NULL key");
+        return -1;
+    }
+    char pre[64];
+    int plen = snprintf(pre, sizeof pre, "*2\r\n$6\r\nEXISTS\r\n$%zu\r\n", klen);
+    struct iovec iov[3] = {
+        {.iov_base = pre, .iov_len = (size_t)plen},
+        {.iov_base = (void *)key, .iov_len = klen},
+        {.iov_base = "\r\n", .iov_len = 2},
+    };
+    int rc = netio_sendv(c->fd, iov, 3);
+    if (rc < 0)
+        return io_fail(c, rc, "send EXISTS", err, errlen);
+    char *line;
+    ssize_t n = netio_read_line(&c->rd, RD_LINE_MAX, &line);
+    if (n < 0)
+        return io_fail(c, (int)n, "read EXISTS reply", err, errlen);
+    if (strcmp(line, ":1") == 0)
+        return 1;
+    if (strcmp(line, ":0") == 0)
+        return 0;
+    return reply_fail(c, "EXISTS", line, err, errlen);
+}
+
 static int rd_get(pr_conn *pc, const char *key, size_t klen, int mode, uint8_t *out, size_t cap,
                   size_t *len, int *source, char *err, size_t errlen)
 {
@@ -223,5 +254,6 @@ const pr_adapter pr_adapter_redis = {
     .close = rd_close,
     .put = rd_put,
     .get = rd_get,
+    .resident = rd_resident,
     .window_ssd_hits = NULL,
 };

@@ -59,6 +59,11 @@ typedef struct worker_stats {
     uint64_t src[3]; /* by enum pr_source */
     char error[160]; /* the first error */
     hist lat;
+    /* Hits by the source the operation itself reported (Fluxon; memcached's
+     * source is only known per window), and the time spent in each: which
+     * stage bounds a case is read from these, not guessed. */
+    hist lat_src[3];
+    uint64_t ns_src[3], ns_miss;
 } worker_stats;
 
 typedef struct opts {
@@ -213,13 +218,19 @@ static void *worker_main(void *arg)
             st->errors++;
             note_error(st, "a value came back with the wrong length or stamp");
         } else {
+            int s = source == PR_SRC_SSD      ? PR_SRC_SSD
+                    : source == PR_SRC_MEMORY ? PR_SRC_MEMORY
+                                              : PR_SRC_UNKNOWN;
             st->hits++;
-            st->src[source == PR_SRC_SSD ? PR_SRC_SSD : source == PR_SRC_MEMORY ? PR_SRC_MEMORY
-                                                                                : PR_SRC_UNKNOWN]++;
+            st->src[s]++;
             hist_add(&st->lat, t1 - t0);
+            hist_add(&st->lat_src[s], t1 - t0);
+            st->ns_src[s] += t1 - t0;
         }
-        if (r == 0)
+        if (r == 0) {
             hist_add(&st->lat, t1 - t0);
+            st->ns_miss += t1 - t0;
+        }
     }
     o.ad->close(c);
     free(out);
@@ -304,6 +315,62 @@ static void server_resources(double *cpu_s, double *rss_mib)
 
 /* ---- run ---------------------------------------------------------------------- */
 
+/* Latency of hits by the source each operation reported, and the share of
+ * the workers' operation time each kind took (memory hits, SSD hits,
+ * misses). null where the system reports no source per operation. */
+static void format_by_source(const worker_stats *sum, char *buf, size_t cap)
+{
+    uint64_t total = sum->ns_src[PR_SRC_MEMORY] + sum->ns_src[PR_SRC_SSD] +
+                     sum->ns_src[PR_SRC_UNKNOWN] + sum->ns_miss;
+    if (sum->src[PR_SRC_MEMORY] + sum->src[PR_SRC_SSD] == 0 || total == 0) {
+        snprintf(buf, cap,
+                 "\"mem_hit_p50_ms\": null, \"mem_hit_p99_ms\": null, \"ssd_hit_p50_ms\": null, "
+                 "\"ssd_hit_p99_ms\": null, \"mem_hit_time_share\": null, "
+                 "\"ssd_hit_time_share\": null, \"miss_time_share\": null");
+        return;
+    }
+    const hist *m = &sum->lat_src[PR_SRC_MEMORY], *d = &sum->lat_src[PR_SRC_SSD];
+    snprintf(buf, cap,
+             "\"mem_hit_p50_ms\": %.3f, \"mem_hit_p99_ms\": %.3f, \"ssd_hit_p50_ms\": %.3f, "
+             "\"ssd_hit_p99_ms\": %.3f, \"mem_hit_time_share\": %.4f, "
+             "\"ssd_hit_time_share\": %.4f, \"miss_time_share\": %.4f",
+             hist_quantile(m, 0.50) / 1e6, hist_quantile(m, 0.99) / 1e6,
+             hist_quantile(d, 0.50) / 1e6, hist_quantile(d, 0.99) / 1e6,
+             (double)sum->ns_src[PR_SRC_MEMORY] / (double)total,
+             (double)sum->ns_src[PR_SRC_SSD] / (double)total, (double)sum->ns_miss / (double)total);
+}
+
+/* The Zipf probability mass of the keys the system holds before the window
+ * (memory or SSD), asked key by key without reading values. With SSD off no
+ * key enters during a get-only window, so this is the hit rate every window
+ * converges to; the window's own hit rate samples it with as many operations
+ * as the system completed, and systems that complete few samples it coarsely.
+ * -1 with err on failure. */
+static double resident_mass(uint32_t *resident_keys, char *err, size_t errlen)
+{
+    pr_conn *c = o.ad->connect(o.addr, err, errlen);
+    if (!c)
+        return -1;
+    double mass = 0;
+    *resident_keys = 0;
+    for (uint32_t r = 0; r < o.keys; r++) {
+        char key[32];
+        size_t klen;
+        key_name(rank_key[r], key, sizeof key, &klen);
+        int in = o.ad->resident(c, key, klen, err, errlen);
+        if (in < 0) {
+            o.ad->close(c);
+            return -1;
+        }
+        if (in) {
+            mass += zipf_cdf[r] - (r ? zipf_cdf[r - 1] : 0.0);
+            (*resident_keys)++;
+        }
+    }
+    o.ad->close(c);
+    return mass;
+}
+
 static int run_case(void)
 {
     int workers = o.threads * o.procs;
@@ -313,6 +380,9 @@ static int run_case(void)
     }
     if (build_zipf() < 0)
         return 1;
+    char resident_err[256] = "";
+    uint32_t resident_keys = 0;
+    double resident = resident_mass(&resident_keys, resident_err, sizeof resident_err);
     shared = mmap(NULL, workers * sizeof *shared, PROT_READ | PROT_WRITE,
                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED)
@@ -363,6 +433,11 @@ static int run_case(void)
         for (int k = 0; k < 3; k++)
             sum.src[k] += s->src[k];
         hist_merge(&sum.lat, &s->lat);
+        for (int k = 0; k < 3; k++) {
+            hist_merge(&sum.lat_src[k], &s->lat_src[k]);
+            sum.ns_src[k] += s->ns_src[k];
+        }
+        sum.ns_miss += s->ns_miss;
         if (!sum.error[0] && s->error[0])
             memcpy(sum.error, s->error, sizeof sum.error);
     }
@@ -387,6 +462,8 @@ static int run_case(void)
         hits_mem += unknown; /* a DRAM-only system */
         unknown = 0;
     }
+    if (!why[0] && resident < 0)
+        snprintf(why, sizeof why, "resident-key probe failed: %s", resident_err);
     if (!why[0] && bad_exit)
         snprintf(why, sizeof why, "%d worker process(es) failed", bad_exit);
     if (!why[0] && sum.errors)
@@ -400,17 +477,20 @@ static int run_case(void)
     double gib = (double)(1ull << 30);
     char cpu_name[128];
     cpu_model(cpu_name, sizeof cpu_name);
-    char row[2048];
+    char by_source[320];
+    format_by_source(&sum, by_source, sizeof by_source);
+    char row[2560];
     snprintf(row, sizeof row,
              "{\"system\": \"%s\", \"ssd\": %s, \"mode\": \"%s\", \"payload_bytes\": %llu, "
              "\"payload_mib\": %llu, \"keys\": %u, \"layout\": \"c%d\", \"threads\": %d, "
              "\"procs\": %d, \"warmup_s\": %g, \"window_s\": %g, \"zipf\": %g, \"seed\": %llu, "
              "\"status\": \"%s\", \"error\": \"%s\", \"gets\": %llu, \"hits\": %llu, "
              "\"misses\": %llu, \"errors\": %llu, \"hits_memory\": %llu, \"hits_ssd\": %llu, "
-             "\"hits_unknown\": %llu, \"hit_rate\": %.5f, \"ops_per_s\": %.1f, "
+             "\"hits_unknown\": %llu, \"hit_rate\": %.5f, \"resident_mass\": %.5f, "
+             "\"resident_keys\": %u, \"ops_per_s\": %.1f, "
              "\"dram_gib_s\": %.4f, \"ssd_gib_s\": %.4f, \"p50_ms\": %.3f, \"p95_ms\": %.3f, "
              "\"p99_ms\": %.3f, \"server_rss_peak_mib\": %.1f, \"server_cpu_s\": %.2f, "
-             "\"server_cpu_window_s\": %.2f, \"machine\": \"%ld vCPU %s\"}",
+             "\"server_cpu_window_s\": %.2f, %s, \"machine\": \"%ld vCPU %s\"}",
              o.ad->name, o.ssd ? "true" : "false", o.mode_name, (unsigned long long)o.payload,
              (unsigned long long)((o.payload + (1u << 20) - 1) >> 20), o.keys, workers, o.threads,
              o.procs, o.warmup_s, o.window_s, o.theta, (unsigned long long)o.seed,
@@ -418,12 +498,13 @@ static int run_case(void)
              (unsigned long long)sum.hits, (unsigned long long)sum.misses,
              (unsigned long long)sum.errors, (unsigned long long)hits_mem,
              (unsigned long long)hits_ssd, (unsigned long long)unknown,
-             sum.gets ? (double)sum.hits / (double)sum.gets : 0.0, sum.gets / o.window_s,
+             sum.gets ? (double)sum.hits / (double)sum.gets : 0.0, resident, resident_keys,
+             sum.gets / o.window_s,
              (double)hits_mem * (double)o.payload / o.window_s / gib,
              (double)hits_ssd * (double)o.payload / o.window_s / gib,
              hist_quantile(&sum.lat, 0.50) / 1e6, hist_quantile(&sum.lat, 0.95) / 1e6,
              hist_quantile(&sum.lat, 0.99) / 1e6, rss, cpu1, cpu1 >= 0 && cpu0 >= 0 ? cpu1 - cpu0 : -1,
-             sysconf(_SC_NPROCESSORS_ONLN), cpu_name);
+             by_source, sysconf(_SC_NPROCESSORS_ONLN), cpu_name);
     for (char *q = row; *q; q++) /* the error text is ours, but keep the JSON valid */
         if (*q == '\n' || *q == '\t')
             *q = ' ';

@@ -5,7 +5,10 @@
  * answered NoSpace at once: it waits while routes are deleted, owner caches
  * drop evicted replicas and holders are released, and is replayed every
  * ALLOC_RETRY_MS. Only after ALLOC_WAIT_MS does it get NoSpace (with the
- * owner's total and free bytes). Waiting never raises an owner's capacity.
+ * owner's total and free bytes). Released holders replay the waiters at once
+ * (master_alloc_wait_kick): under steady eviction a refill waits for the
+ * owner's ack of the evicted replica, not for the next timer tick.
+ * Waiting never raises an owner's capacity.
  * A waiter whose requester left is dropped (its connection is gone).
  */
 #include "master/master.h"
@@ -104,6 +107,12 @@ static void on_retry(uv_timer_t *t)
     }
     if (m->alloc_waiters)
         uv_timer_start(&m->alloc_timer, on_retry, ALLOC_RETRY_MS, 0);
+}
+
+void master_alloc_wait_kick(master *m)
+{
+    if (m->alloc_waiters && !m->alloc_replaying)
+        uv_timer_start(&m->alloc_timer, on_retry, 0, 0);
 }
 
 void master_alloc_wait_init(master *m)

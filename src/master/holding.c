@@ -34,15 +34,19 @@ static void holding_free(master *m, holding *hd)
 void master_on_batch_delete_ack(master *m, member *mb, net_conn *c, const frame_hdr *h,
                                 Fx__BatchDeleteAckReq *req)
 {
-    size_t unknown = 0;
+    size_t unknown = 0, freed = 0;
     for (size_t i = 0; i < req->n_holder_ids; i++) {
         holding *hd;
         HASH_FIND(hh, m->holdings, &req->holder_ids[i], sizeof req->holder_ids[i], hd);
-        if (hd && hd->node_id == mb->node_id)
+        if (hd && hd->node_id == mb->node_id) {
             holding_free(m, hd);
-        else
+            freed++;
+        } else {
             unknown++;
+        }
     }
+    if (freed)
+        master_alloc_wait_kick(m);
     if (unknown)
         FX_LOG(WARN, "member %u acked %zu unknown holder(s)", mb->node_id, unknown);
     net_reply(c, h, &((Fx__BatchDeleteAckResp)FX__BATCH_DELETE_ACK_RESP__INIT).base);

@@ -223,6 +223,8 @@ void master_note_access(route *r, uint32_t node_id);
  * then answers NoSpace). */
 bool master_alloc_defer(master *m, member *mb, net_conn *c, const frame_hdr *h, uint16_t type,
                         const ProtobufCMessage *req);
+/* Replays the waiting requests on the next loop turn (bytes came back). */
+void master_alloc_wait_kick(master *m);
 void master_alloc_wait_init(master *m);
 void master_alloc_wait_close(master *m);
 /* Queues an invalidation of key for one owner (delete.c). */

@@ -237,6 +237,7 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
         break;
     case MSG_BATCH_DELETE_CLIENT_KV_META_CACHE:
         on_invalidate(o, (Fx__BatchDeleteClientKvMetaCacheReq *)msg);
+        flush_acks(o); /* an eviction may be waiting for the bytes dropped here */
         net_reply(c, h, &((Fx__BatchDeleteClientKvMetaCacheResp)
                               FX__BATCH_DELETE_CLIENT_KV_META_CACHE_RESP__INIT).base);
         break;
