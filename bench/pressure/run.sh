@@ -3,7 +3,8 @@
 # fresh server (Fluxon, memcached with or without extstore, redis), a serial
 # bootstrap of ~2.5 GiB with single puts, a get-only window, then everything
 # stopped. Rows go to OUT/summary.jsonl (fx_bench_pressure), charts and a
-# table to OUT (charts.py).
+# table to OUT (charts.py), the per-case comparison with memcached against
+# the targets to OUT/pressure_compare.md (compare.py).
 #
 #   bench/pressure/run.sh BUILD_DIR [--smoke] [--out DIR] [--systems "fluxon memcached redis"]
 #       [--payloads "1 4 8 16"] [--layouts "c1 c2 c4"] [--modes "holder bytes"]
@@ -200,5 +201,7 @@ else
   echo "run.sh: python3-matplotlib missing: no charts (scripts/deps.sh installs it)" >&2
   failed=$((failed + 1))
 fi
+# Fluxon against memcached per case: ratios, targets, hit rates and resident mass.
+python3 "$here/compare.py" "$summary" "$out" >/dev/null || failed=$((failed + 1))
 echo "pressure: $failed failed case(s); rows in $summary"
 [ "$failed" -eq 0 ]
