@@ -3,27 +3,33 @@
  * (spec 000 §5.2-5.3).
  *
  * The master asks this owner to read the SSD copy of (key, put_id) into a
- * staging range of this segment and push it into the requester's target. A
- * producer thread runs ssd_load_into_addr_chunks (4 MiB chunks, at most
- * STAGE_READS reads in flight, a ready queue of STAGE_READY slots); a consumer
- * thread pops each ready chunk and hands it to the loop, which pushes it over
- * the data plane at once (the first chunk moves while later ones are still
- * being read), with at most STAGE_PUSHES pushes in flight (the consumer waits
- * for a free push slot, so the ready queue fills and the reads pause). The
- * answer goes back to the master when the last item of the load arrived and
- * every push completed: OK only if every chunk was read, the checksum of the
- * whole value verified and every byte landed; FX_ENOTFOUND when the copy is
- * gone or damaged (the master then drops it), another error otherwise.
+ * staging range of this segment and push it into the requester's target. The
+ * producer, a job on libuv's thread pool, runs ssd_load_into_addr_chunks
+ * (STAGE_CHUNK chunks, at most STAGE_READS reads in flight) into a ready queue
+ * of STAGE_READY slots; the consumer is the loop itself: woken by the queue
+ * after every push, it takes ready chunks and pushes each over the data plane
+ * at once (the first chunk moves while later ones are still being read), with
+ * at most STAGE_PUSHES pushes in flight. While every push slot is busy the
+ * loop takes nothing, so the ready queue fills and the reads pause: that is
+ * the backpressure. The answer goes back to the master when the producer has
+ * returned, its last item was taken and every push completed: OK only if every
+ * chunk was read, the checksum of the whole value verified and every byte
+ * landed; FX_ENOTFOUND when the copy is gone or damaged (the master then drops
+ * it), another error otherwise. After a failed push the loop still takes
+ * every chunk (without pushing it) until the last item, as the engine
+ * requires.
  *
- * Both threads are plain pthreads (not the libuv pool, so a pipeline can never
- * wait for a worker held by another one); they talk to the loop through a
- * locked event list and a uv_async_t, and are joined before the stage is
- * freed. The consumer pops until the last item even after a push failed, as
- * the engine requires.
+ * Chunks are 1 MiB, not the spec's 4 MiB: with 4 MiB chunks a 4 MiB value is
+ * read whole and then pushed whole, so its refill cannot be faster than the
+ * sum of the two; 1 MiB chunks let the push of one overlap the reads of the
+ * next (docs/decisions.md, docs/benchmarks.md "SSD refill").
+ *
+ * At most SSD_TIER_MAX_STAGES producers hold pool workers at once (a producer
+ * can wait on its full queue); the rest wait in a FIFO on the loop, so local
+ * refills always find a worker.
  */
 #include "owner/ssd_tier.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,18 +38,13 @@
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dataplane.h"
 
-#define STAGE_CHUNK (4u << 20)
+#define STAGE_CHUNK (1u << 20)
 #define STAGE_READS 4u
 #define STAGE_PUSHES 4u
 #define STAGE_READY 8u
 #define STAGE_PUSH_TIMEOUT_MS 30000u
 
-typedef struct stage_event {
-    ssd_chunk chunk;
-    struct stage_event *next;
-} stage_event;
-
-typedef struct stage {
+typedef struct ssd_stage {
     owner *o;
     net_conn *conn; /* the master link, referenced */
     frame_hdr hdr;
@@ -55,76 +56,40 @@ typedef struct stage {
     char *target_addr;
     uint64_t target_offset;
     ssd_chunk_queue *q;
-    pthread_t producer, consumer;
-    bool producer_started, consumer_started;
-    uv_async_t async;
-    pthread_mutex_t lock;
-    pthread_cond_t slot_free;
-    stage_event *events, **events_tail; /* consumer -> loop */
-    unsigned pushes;                    /* in flight; under lock */
+    uv_work_t work;
+    uv_async_t async; /* the queue's notify: chunks are ready */
+    struct ssd_stage *next; /* in the tier's FIFO of stages waiting for a worker */
     /* Loop-thread state. */
-    bool last_seen;
+    bool load_ran;    /* set by the producer; read once producer_done */
+    bool producer_done, last_seen, finished;
+    unsigned pushes;  /* in flight */
     int load_status;  /* the load's final ssd_result */
     int push_status;  /* the first failed push's FX_E* code */
     char push_detail[256];
-} stage;
+} ssd_stage;
 
-/* ---- threads ---------------------------------------------------------------- */
+/* ---- producer (pool thread) ------------------------------------------------- */
 
-static void *produce(void *arg)
+static void wake_loop(void *arg)
 {
-    stage *s = arg;
+    uv_async_send(arg);
+}
+
+static void produce(uv_work_t *w)
+{
+    ssd_stage *s = w->data;
+    if (atomic_load(&s->o->ssd->closing))
+        return; /* produce_after sees that the load never ran and fails the stage */
+    s->load_ran = true;
     ssd_load_into_addr_chunks(s->o->ssd->store, s->key, s->klen, s->pid,
                               s->o->seg.base + s->stage_offset, s->len, s->stage_len, STAGE_CHUNK,
                               STAGE_READS, s->q);
-    return NULL;
-}
-
-static void post(stage *s, ssd_chunk c)
-{
-    stage_event *ev = malloc(sizeof *ev);
-    pthread_mutex_lock(&s->lock);
-    if (ev) {
-        ev->chunk = c;
-        ev->next = NULL;
-        *s->events_tail = ev;
-        s->events_tail = &ev->next;
-    }
-    pthread_mutex_unlock(&s->lock);
-    uv_async_send(&s->async);
-}
-
-static void *consume(void *arg)
-{
-    stage *s = arg;
-    for (;;) {
-        ssd_chunk c = ssd_chunk_queue_pop(s->q);
-        if (!c.last) { /* wait for a push slot: this is the backpressure */
-            pthread_mutex_lock(&s->lock);
-            while (s->pushes >= STAGE_PUSHES)
-                pthread_cond_wait(&s->slot_free, &s->lock);
-            s->pushes++;
-            pthread_mutex_unlock(&s->lock);
-        }
-        post(s, c);
-        if (c.last)
-            return NULL;
-    }
 }
 
 /* ---- loop side -------------------------------------------------------------- */
 
-static void on_async_closed(uv_handle_t *h)
+static void stage_free(ssd_stage *s)
 {
-    stage *s = h->data;
-    stage_event *ev = s->events;
-    while (ev) {
-        stage_event *n = ev->next;
-        free(ev);
-        ev = n;
-    }
-    pthread_mutex_destroy(&s->lock);
-    pthread_cond_destroy(&s->slot_free);
     ssd_chunk_queue_free(s->q);
     net_conn_unref(s->conn);
     free(s->key);
@@ -132,91 +97,137 @@ static void on_async_closed(uv_handle_t *h)
     free(s);
 }
 
-static void finish(stage *s)
+static void on_async_closed(uv_handle_t *h)
 {
-    if (s->producer_started)
-        pthread_join(s->producer, NULL);
-    if (s->consumer_started)
-        pthread_join(s->consumer, NULL);
-    s->o->ssd->jobs--;
-    if (net_conn_is_open(s->conn)) {
-        if (s->load_status != SSD_OK)
-            net_reply_error(s->conn, &s->hdr,
-                            s->load_status == SSD_ENOTFOUND ? FX_ENOTFOUND : FX_EINTERNAL,
-                            "SSD stage read of a %llu-byte value: %s",
-                            (unsigned long long)s->len, ssd_tier_strerror(s->load_status));
-        else if (s->push_status)
-            net_reply_error(s->conn, &s->hdr, s->push_status, "SSD stage push to owner %u: %s",
-                            s->target_node, s->push_detail);
-        else
-            net_reply(s->conn, &s->hdr,
-                      &((Fx__SsdStageReadResp)FX__SSD_STAGE_READ_RESP__INIT).base);
+    stage_free(h->data);
+}
+
+static void reply(ssd_stage *s)
+{
+    if (!net_conn_is_open(s->conn))
+        return;
+    if (s->load_status != SSD_OK)
+        net_reply_error(s->conn, &s->hdr,
+                        s->load_status == SSD_ENOTFOUND ? FX_ENOTFOUND : FX_EINTERNAL,
+                        "SSD stage read of a %llu-byte value: %s", (unsigned long long)s->len,
+                        ssd_tier_strerror(s->load_status));
+    else if (s->push_status)
+        net_reply_error(s->conn, &s->hdr, s->push_status, "SSD stage push to owner %u: %s",
+                        s->target_node, s->push_detail);
+    else
+        net_reply(s->conn, &s->hdr, &((Fx__SsdStageReadResp)FX__SSD_STAGE_READ_RESP__INIT).base);
+}
+
+static void start_producer(ssd_tier *t, ssd_stage *s);
+
+/* Starts waiting stages while producer slots are free. */
+static void kick_waiting(ssd_tier *t)
+{
+    while (t->stage_wait_head && t->stages_running < SSD_TIER_MAX_STAGES) {
+        ssd_stage *s = t->stage_wait_head;
+        t->stage_wait_head = s->next;
+        if (!t->stage_wait_head)
+            t->stage_wait_tail = NULL;
+        s->next = NULL;
+        start_producer(t, s);
     }
+}
+
+/* Answers and frees the stage once nothing of it is running any more. */
+static void maybe_finish(ssd_stage *s)
+{
+    if (s->finished || !s->producer_done || !s->last_seen || s->pushes)
+        return;
+    s->finished = true;
+    reply(s);
     uv_close((uv_handle_t *)&s->async, on_async_closed);
 }
 
-static bool done(stage *s)
-{
-    pthread_mutex_lock(&s->lock);
-    bool idle = s->pushes == 0;
-    pthread_mutex_unlock(&s->lock);
-    return s->last_seen && idle;
-}
+static void on_pushed(int status, const char *detail, void *ud);
 
-static void release_slot(stage *s)
+/* Takes ready chunks while a push slot is free (or, after a failure, every
+ * chunk, without pushing it) and pushes them. */
+static void pump(ssd_stage *s)
 {
-    pthread_mutex_lock(&s->lock);
-    s->pushes--;
-    pthread_cond_signal(&s->slot_free);
-    pthread_mutex_unlock(&s->lock);
+    ssd_chunk c;
+    while (!s->last_seen && (s->push_status || s->pushes < STAGE_PUSHES) &&
+           ssd_chunk_queue_try_pop(s->q, &c)) {
+        if (c.last) {
+            s->last_seen = true;
+            s->load_status = c.status;
+            break;
+        }
+        if (s->push_status)
+            continue; /* a push failed: drain so that the producer can finish */
+        int r = dp_transfer(s->o->dp, s->target_node, s->target_addr, false,
+                            s->stage_offset + c.offset, s->target_offset + c.offset, c.len,
+                            STAGE_PUSH_TIMEOUT_MS, on_pushed, s);
+        if (r < 0) {
+            s->push_status = r;
+            snprintf(s->push_detail, sizeof s->push_detail, "cannot start the push");
+            continue;
+        }
+        s->pushes++;
+    }
+    maybe_finish(s);
 }
 
 static void on_pushed(int status, const char *detail, void *ud)
 {
-    stage *s = ud;
+    ssd_stage *s = ud;
     if (status && !s->push_status) {
         s->push_status = status;
         snprintf(s->push_detail, sizeof s->push_detail, "%s", detail);
     }
-    release_slot(s);
-    if (done(s))
-        finish(s);
+    s->pushes--;
+    pump(s);
 }
 
-static void on_events(uv_async_t *a)
+static void on_ready(uv_async_t *a)
 {
-    stage *s = a->data;
-    pthread_mutex_lock(&s->lock);
-    stage_event *ev = s->events;
-    s->events = NULL;
-    s->events_tail = &s->events;
-    pthread_mutex_unlock(&s->lock);
-    while (ev) {
-        stage_event *n = ev->next;
-        ssd_chunk c = ev->chunk;
-        free(ev);
-        ev = n;
-        if (c.last) {
-            s->last_seen = true;
-            s->load_status = c.status;
-            continue;
-        }
-        /* A chunk is pushed only while nothing failed; it holds its slot
-         * until the push completes. */
-        int r = s->push_status ? -1
-                               : dp_transfer(s->o->dp, s->target_node, s->target_addr, false,
-                                             s->stage_offset + c.offset, s->target_offset + c.offset,
-                                             c.len, STAGE_PUSH_TIMEOUT_MS, on_pushed, s);
-        if (r < 0) {
-            if (!s->push_status) {
-                s->push_status = r;
-                snprintf(s->push_detail, sizeof s->push_detail, "cannot start the push");
-            }
-            release_slot(s);
-        }
+    ssd_stage *s = a->data;
+    if (!s->finished)
+        pump(s);
+}
+
+static void produce_after(uv_work_t *w, int status)
+{
+    ssd_stage *s = w->data;
+    ssd_tier *t = s->o->ssd;
+    t->jobs--;
+    t->stages_running--;
+    kick_waiting(t);
+    s->producer_done = true;
+    if (status < 0 || !s->load_ran) { /* cancelled, or the tier is closing */
+        s->last_seen = true;
+        s->load_status = SSD_ECLOSED;
     }
-    if (!uv_is_closing((uv_handle_t *)&s->async) && done(s))
-        finish(s);
+    pump(s); /* the last item may have come after the last wake-up was handled */
+}
+
+static void start_producer(ssd_tier *t, ssd_stage *s)
+{
+    s->work.data = s;
+    if (uv_queue_work(t->o->loop, &s->work, produce, produce_after) < 0) {
+        s->producer_done = s->last_seen = true;
+        s->load_status = SSD_ENOMEM;
+        maybe_finish(s);
+        return;
+    }
+    t->jobs++;
+    t->stages_running++;
+}
+
+void ssd_stage_drop_waiting(ssd_tier *t)
+{
+    while (t->stage_wait_head) {
+        ssd_stage *s = t->stage_wait_head;
+        t->stage_wait_head = s->next;
+        s->producer_done = s->last_seen = true;
+        s->load_status = SSD_ECLOSED;
+        maybe_finish(s);
+    }
+    t->stage_wait_tail = NULL;
 }
 
 void ssd_stage_on_request(owner *o, net_conn *c, const frame_hdr *h, Fx__SsdStageReadReq *req)
@@ -236,10 +247,12 @@ void ssd_stage_on_request(owner *o, net_conn *c, const frame_hdr *h, Fx__SsdStag
         net_reply_error(c, h, FX_EINVAL, "invalid SsdStageRead plan");
         return;
     }
-    stage *s = calloc(1, sizeof *s);
+    ssd_stage *s = calloc(1, sizeof *s);
     if (!s || !(s->key = fx_memdup(req->key.data, req->key.len)) ||
-        !(s->target_addr = strdup(req->target_data_addr)) || !(s->q = ssd_chunk_queue_new(STAGE_READY))) {
+        !(s->target_addr = strdup(req->target_data_addr)) || !(s->q = ssd_chunk_queue_new(STAGE_READY)) ||
+        uv_async_init(o->loop, &s->async, on_ready) < 0) {
         if (s) {
+            ssd_chunk_queue_free(s->q);
             free(s->key);
             free(s->target_addr);
         }
@@ -258,24 +271,20 @@ void ssd_stage_on_request(owner *o, net_conn *c, const frame_hdr *h, Fx__SsdStag
     s->len = req->len;
     s->target_node = req->target_node_id;
     s->target_offset = req->target_offset;
-    s->events_tail = &s->events;
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->slot_free, NULL);
-    uv_async_init(o->loop, &s->async, on_events);
     s->async.data = s;
-    o->ssd->jobs++;
-    s->producer_started = pthread_create(&s->producer, NULL, produce, s) == 0;
-    if (s->producer_started)
-        s->consumer_started = pthread_create(&s->consumer, NULL, consume, s) == 0;
-    if (!s->producer_started || !s->consumer_started) {
-        /* Without a consumer the producer would block on a full queue:
-         * drain it here, then fail. */
-        if (s->producer_started) {
-            for (ssd_chunk k = ssd_chunk_queue_pop(s->q); !k.last; k = ssd_chunk_queue_pop(s->q))
-                ;
-        }
-        s->last_seen = true;
-        s->load_status = SSD_ENOMEM;
-        finish(s);
+    ssd_chunk_queue_set_notify(s->q, wake_loop, &s->async);
+    ssd_tier *t = o->ssd;
+    if (atomic_load(&t->closing)) {
+        s->producer_done = s->last_seen = true;
+        s->load_status = SSD_ECLOSED;
+        maybe_finish(s);
+    } else if (t->stages_running < SSD_TIER_MAX_STAGES) {
+        start_producer(t, s);
+    } else {
+        if (t->stage_wait_tail)
+            t->stage_wait_tail->next = s;
+        else
+            t->stage_wait_head = s;
+        t->stage_wait_tail = s;
     }
 }

@@ -117,6 +117,7 @@ void ssd_tier_shutdown(owner *o)
         return;
     atomic_store(&t->closing, true);
     ssd_persist_drop_waiting(t);
+    ssd_stage_drop_waiting(t);
     ssd_evict_stop(t);
 }
 
@@ -125,7 +126,7 @@ void ssd_tier_close(owner *o)
     ssd_tier *t = o->ssd;
     if (!t)
         return;
-    assert(t->jobs == 0 && !t->wait_head);
+    assert(t->jobs == 0 && !t->wait_head && !t->stage_wait_head);
     ssd_close(t->store);
     free(t);
     o->ssd = NULL;

@@ -7,15 +7,17 @@
  * pool whose completion runs on the loop. Persist writes may wait for ring
  * space (a route-commit pin is released only when the master answers), so at
  * most SSD_TIER_MAX_WRITES of them occupy workers at once and the rest wait in
- * a FIFO on the loop; the pool is sized so that refill reads always find a
- * free worker behind them.
+ * a FIFO on the loop; remote refill producers (which wait on their ready
+ * queue) likewise, at most SSD_TIER_MAX_STAGES; the pool is sized so that
+ * local refill reads always find a free worker behind them.
  *
  *   ssd_tier.c     open / shutdown / close, the worker hand-off for local
  *                  refill reads, usage for heartbeats
  *   ssd_persist.c  SsdReplicaPersist: write, SsdReplicaCommit, release the
  *                  persist guard, answer
  *   ssd_stage.c    SsdStageRead: the remote refill pipeline (read chunks into
- *                  staging, push each to the requester's target)
+ *                  staging on a worker, push each from the loop to the
+ *                  requester's target)
  *   ssd_evict.c    the ring's evictions batched to the master
  *                  (BatchSsdReplicaEvict: 256 entries or 10 ms, one batch in
  *                  flight, retried on failure)
@@ -41,11 +43,13 @@
 #include "owner/ssd/ssd.h"
 
 #define SSD_TIER_MAX_WRITES 4u   /* persist writes on workers at once */
+#define SSD_TIER_MAX_STAGES 4u   /* SsdStageRead producers on workers at once */
 #define SSD_TIER_THREADS 12u     /* UV_THREADPOOL_SIZE when the environment sets none */
 #define SSD_EVICT_BATCH 256u     /* evictions per BatchSsdReplicaEvict */
 #define SSD_EVICT_TICK_MS 10u
 
 struct ssd_persist;
+struct ssd_stage;
 
 typedef struct ssd_tier {
     owner *o;
@@ -54,6 +58,8 @@ typedef struct ssd_tier {
     unsigned jobs;           /* jobs queued on or running in the pool */
     unsigned writes_running; /* persist writes among them (<= SSD_TIER_MAX_WRITES) */
     struct ssd_persist *wait_head, *wait_tail; /* persists waiting for a write slot */
+    unsigned stages_running; /* stage producers among the jobs (<= SSD_TIER_MAX_STAGES) */
+    struct ssd_stage *stage_wait_head, *stage_wait_tail; /* stages waiting for a worker */
     /* Eviction notices (ssd_evict.c). */
     bool evict_timer_init;
     uv_timer_t evict_timer;
@@ -107,6 +113,8 @@ void ssd_persist_drop_waiting(ssd_tier *t);
 /* SsdStageRead from the master on connection c: the remote refill pipeline
  * (answered when every chunk was read and pushed, or on the first failure). */
 void ssd_stage_on_request(owner *o, net_conn *c, const frame_hdr *h, Fx__SsdStageReadReq *req);
+/* Fails the stages still waiting for a worker (shutdown). */
+void ssd_stage_drop_waiting(ssd_tier *t);
 
 /* ssd_evict.c */
 void ssd_evict_start(ssd_tier *t);

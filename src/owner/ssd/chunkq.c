@@ -4,7 +4,9 @@
  *
  * A fixed ring of slots under one mutex, one condition variable per side.
  * A side is signalled only when someone waits on it, so an uncontended push
- * or pop is one lock round trip and no futex call.
+ * or pop is one lock round trip and no futex call. A consumer that cannot
+ * block (an event loop) sets a notify callback, called after every push, and
+ * takes chunks with try_pop.
  */
 #include "owner/ssd/chunkq.h"
 
@@ -20,6 +22,8 @@ struct ssd_chunk_queue {
     unsigned head, count;
     unsigned pop_waiters, push_waiters;
     unsigned cap;
+    void (*notify)(void *arg); /* after every push, outside the lock */
+    void *notify_arg;
     ssd_chunk items[];
 };
 
@@ -62,6 +66,25 @@ void ssd_chunk_queue_push(ssd_chunk_queue *q, ssd_chunk c)
     if (q->pop_waiters)
         pthread_cond_signal(&q->not_empty);
     pthread_mutex_unlock(&q->lock);
+    if (q->notify)
+        q->notify(q->notify_arg);
+}
+
+void ssd_chunk_queue_set_notify(ssd_chunk_queue *q, void (*fn)(void *arg), void *arg)
+{
+    q->notify = fn;
+    q->notify_arg = arg;
+}
+
+/* Takes the oldest chunk. q->lock held, q->count > 0. */
+static ssd_chunk take_locked(ssd_chunk_queue *q)
+{
+    ssd_chunk c = q->items[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
+    if (q->push_waiters)
+        pthread_cond_signal(&q->not_full);
+    return c;
 }
 
 ssd_chunk ssd_chunk_queue_pop(ssd_chunk_queue *q)
@@ -72,11 +95,17 @@ ssd_chunk ssd_chunk_queue_pop(ssd_chunk_queue *q)
         pthread_cond_wait(&q->not_empty, &q->lock);
         q->pop_waiters--;
     }
-    ssd_chunk c = q->items[q->head];
-    q->head = (q->head + 1) % q->cap;
-    q->count--;
-    if (q->push_waiters)
-        pthread_cond_signal(&q->not_full);
+    ssd_chunk c = take_locked(q);
     pthread_mutex_unlock(&q->lock);
     return c;
+}
+
+bool ssd_chunk_queue_try_pop(ssd_chunk_queue *q, ssd_chunk *out)
+{
+    pthread_mutex_lock(&q->lock);
+    bool some = q->count > 0;
+    if (some)
+        *out = take_locked(q);
+    pthread_mutex_unlock(&q->lock);
+    return some;
 }

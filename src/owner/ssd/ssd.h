@@ -102,8 +102,11 @@ void ssd_guard_release(ssd_guard *g);
  * capacity covers the aligned length (the read length of a whole value is its
  * aligned_len, so the padding lands in addr[len, aligned_len) too); otherwise
  * through an aligned scratch buffer with a copy of the real bytes only (bytes
- * of addr past len are untouched then). Values over 8 MiB are read in 8 MiB
- * pieces, each choosing by the same rule (the stats count each IO). On any
+ * of addr past len are untouched then). The value is read in 1 MiB pieces,
+ * each choosing by the same rule (the stats count each IO), with up to 4 in
+ * flight; the engine submits the next piece as one completes, and the
+ * checksum of each piece is taken while later pieces are still being read, so
+ * only the last piece's is left after the disk. On any
  * error the bytes in addr are undefined and must not be used. Returns SSD_OK,
  * SSD_ENOTFOUND (absent, stale after the IO, or checksum mismatch: the entry
  * is dropped), SSD_EIO (the entry stays), SSD_EINVAL (len differs from the
@@ -112,11 +115,13 @@ int ssd_load_into_addr(ssd_store *s, const void *key, size_t klen, ssd_put_id pi
                        uint64_t len, uint64_t capacity);
 
 /* One ready chunk of a chunked load: bytes [offset, offset+len) of the value
- * are in place at addr + offset. The last item has last = true, len = 0,
+ * are in place at addr + offset. A chunk is queued as soon as its read
+ * completed, before its bytes enter the checksum (so a consumer can move them
+ * while they are being hashed). The last item has last = true, len = 0,
  * offset = the bytes delivered by the chunks before it, and carries the load's
  * final status (SSD_OK only if every chunk was read and the checksum of the
- * whole value verified); a consumer must not publish the target before it saw
- * the last item with SSD_OK. */
+ * whole value verified); a consumer may copy chunks before that but must not
+ * publish the target before it saw the last item with SSD_OK. */
 typedef struct ssd_chunk {
     uint64_t offset;
     uint64_t len;
@@ -131,6 +136,12 @@ ssd_chunk_queue *ssd_chunk_queue_new(unsigned slots);
 void ssd_chunk_queue_free(ssd_chunk_queue *q);
 /* Blocks until a chunk is ready; returns it. */
 ssd_chunk ssd_chunk_queue_pop(ssd_chunk_queue *q);
+/* Takes a ready chunk into *out without waiting; false when none is ready. */
+bool ssd_chunk_queue_try_pop(ssd_chunk_queue *q, ssd_chunk *out);
+/* Sets fn(arg) to be called on the producer's thread after every push,
+ * outside the queue's lock (for a consumer on an event loop: wake the loop,
+ * then try_pop). Set it before the producer starts. */
+void ssd_chunk_queue_set_notify(ssd_chunk_queue *q, void (*fn)(void *arg), void *arg);
 
 /* The producer side of the spec's remote refill pipeline: reads the value in
  * chunk_bytes pieces (0: 4 MiB, at most 1 GiB) into addr with up to

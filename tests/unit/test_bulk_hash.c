@@ -1,0 +1,70 @@
+/*
+ * test_bulk_hash.c - bulk_hash gives libxxhash's XXH3_64bits values, one shot
+ * and streamed in pieces of any size, in both of its builds (AVX2 where this
+ * CPU has it, libxxhash otherwise), and changes when one byte changes.
+ */
+#include "common/bulk_hash.h"
+#include "testlib.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUF (3u << 20)
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void check_build(const uint8_t *buf, bool avx2)
+{
+    static const size_t lens[] = {0,   1,   3,    16,   17,   128,  129,     240,
+                                  241, 1024, 4095, 4096, 65537, 1u << 20, BUF - 5, BUF};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        size_t n = lens[i], off = n < BUF ? next_rand() % (BUF - n + 1) : 0;
+        uint64_t want = XXH3_64bits(buf + off, n);
+        uint64_t one = bulk_hash64(buf + off, n);
+        CHECK(one == want, "%s one shot of %zu bytes: %016" PRIx64 ", libxxhash %016" PRIx64,
+              avx2 ? "avx2" : "generic", n, one, want);
+        bulk_hash_state st;
+        bulk_hash_reset(&st);
+        for (size_t done = 0; done < n;) {
+            size_t piece = 1 + next_rand() % (n < 300000 ? n : 300000);
+            if (piece > n - done)
+                piece = n - done;
+            bulk_hash_update(&st, buf + off + done, piece);
+            done += piece;
+        }
+        uint64_t streamed = bulk_hash_digest(&st);
+        CHECK(streamed == want, "%s streamed %zu bytes: %016" PRIx64 ", libxxhash %016" PRIx64,
+              avx2 ? "avx2" : "generic", n, streamed, want);
+    }
+}
+
+int main(void)
+{
+    uint8_t *buf = malloc(BUF);
+    REQUIRE(buf != NULL, "malloc");
+    for (size_t i = 0; i < BUF; i++)
+        buf[i] = (uint8_t)next_rand();
+
+    bool avx2 = bulk_hash_select_avx2(true);
+    check_build(buf, avx2);
+    CHECK(!bulk_hash_select_avx2(false) && !bulk_hash_avx2(), "the libxxhash build can be chosen");
+    check_build(buf, false);
+    bulk_hash_select_avx2(true);
+
+    /* One flipped bit changes the value (in either build). */
+    uint64_t before = bulk_hash64(buf, 1u << 20);
+    buf[777777] ^= 0x10;
+    CHECK(bulk_hash64(buf, 1u << 20) != before, "a flipped bit leaves the hash unchanged");
+    printf("AVX2 build in use on this CPU: %s\n", avx2 ? "yes" : "no");
+    free(buf);
+    return test_finish();
+}
