@@ -102,7 +102,7 @@ void ssd_guard_release(ssd_guard *g);
  * capacity covers the aligned length (the read length of a whole value is its
  * aligned_len, so the padding lands in addr[len, aligned_len) too); otherwise
  * through an aligned scratch buffer with a copy of the real bytes only (bytes
- * of addr past len are untouched then). The value is read in 1 MiB pieces,
+ * of addr past len are untouched then). The value is read in 4 MiB pieces,
  * each choosing by the same rule (the stats count each IO), with up to 4 in
  * flight; the engine submits the next piece as one completes, and the
  * checksum of each piece is taken while later pieces are still being read, so
