@@ -17,6 +17,8 @@
  *   queries  fx_exists, fx_get_size and fx_count_prefix;
  *   big      a value over the budget is kept; one over the segment evicts
  *            nothing;
+ *   getbig   a get into an owner whose whole segment is smaller than the
+ *            value: NoSpace at once, and that owner's replicas stay;
  *   dead     an external killed while it holds 1000 holders: the owner
  *            releases them all and the used bytes come back to what the
  *            routes hold.
@@ -506,6 +508,61 @@ static void test_big_values(void)
     CHECK(cluster_stop(&tc) == 0, "clean stop");
 }
 
+/* A get whose value is larger than the requester's whole segment (it lives
+ * on a bigger owner) is refused with NoSpace at once, and the small owner's
+ * replicas are not evicted for it: emptying the segment could never make the
+ * value fit. */
+static void test_get_larger_than_segment(void)
+{
+    static const char *const args[] = {"--placement", "local", NULL};
+    test_cluster tc;
+    REQUIRE(cluster_start_n(&tc, 2, 256 * MIB, args) == 0, "cluster start");
+    /* Owner 1 comes back with a 64 MiB segment. */
+    tc.memory_size = 64 * MIB;
+    REQUIRE(cluster_kill_owner(&tc, 1) == 0 && cluster_restart_owner(&tc, 1) == 0,
+            "restart owner 1 with 64 MiB");
+    int err;
+    fx_client *big = fx_connect(tc.sockets[0], &err);
+    REQUIRE(big, "connect owner 0: %s", fx_strerror(err));
+    fx_client *small = fx_connect(tc.sockets[1], &err);
+    REQUIRE(small, "connect owner 1: %s", fx_strerror(err));
+    REQUIRE(value_put(big, "huge", 1, 100 * MIB) == 0, "put 100 MiB on owner 0: %s",
+            fx_last_error_detail());
+    for (int i = 0; i < 8; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "small-%d", i);
+        REQUIRE(value_put(small, k, 2, MIB) == 0, "put %s on owner 1", k);
+    }
+    fx_holder *h = NULL;
+    int r = fx_get(small, "huge", 4, &h);
+    CHECK(r == FX_ENOSPC && h == NULL, "get of 100 MiB into a 64 MiB segment: %s (%s)",
+          fx_strerror(r), fx_last_error_detail());
+    fx_owner_stat st[2];
+    size_t n = 0;
+    memset(st, 0, sizeof st);
+    REQUIRE(fx_stat(small, st, 2, &n) == 0 && n == 2, "fx_stat: %s", fx_last_error_detail());
+    const fx_owner_stat *s1 = st[0].memory_capacity == 64 * MIB ? &st[0] : &st[1];
+    CHECK(s1->memory_capacity == 64 * MIB && s1->evictions == 0,
+          "owner 1 (%llu bytes) evicted %llu replicas for a get that can never fit",
+          (unsigned long long)s1->memory_capacity, (unsigned long long)s1->evictions);
+    for (int i = 0; i < 8; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "small-%d", i);
+        h = NULL;
+        CHECK(fx_get(small, k, strlen(k), &h) == 0 && value_holder_is(h, 2, MIB) &&
+                  fx_holder_source(h) == FX_SRC_MEMORY,
+              "%s is still served from owner 1's memory", k);
+        fx_holder_release(h);
+    }
+    h = NULL;
+    CHECK(fx_get(big, "huge", 4, &h) == 0 && value_holder_is(h, 1, 100 * MIB),
+          "the big value is still readable on owner 0");
+    fx_holder_release(h);
+    fx_close(small);
+    fx_close(big);
+    CHECK(cluster_stop(&tc) == 0, "clean stop");
+}
+
 /* ---- dead external ------------------------------------------------------------ */
 
 #define DEAD_KEYS 1000
@@ -579,6 +636,8 @@ int main(int argc, char **argv)
         test_dead_external();
     if (!only || !strcmp(only, "big"))
         test_big_values();
+    if (!only || !strcmp(only, "getbig"))
+        test_get_larger_than_segment();
     if (!only || !strcmp(only, "pinned"))
         test_pinned();
     if (!only || !strcmp(only, "lease"))
