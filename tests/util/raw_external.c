@@ -14,28 +14,38 @@
 ProtobufCMessage *raw_external_call(int fd, uint16_t type, const ProtobufCMessage *req)
 {
     static uint64_t id = 1;
+    uint64_t my_id = __atomic_fetch_add(&id, 1, __ATOMIC_RELAXED);
     size_t len;
-    uint8_t *buf = msg_encode(type, 0, __atomic_fetch_add(&id, 1, __ATOMIC_RELAXED), req, &len);
+    uint8_t *buf = msg_encode(type, 0, my_id, req, &len);
     if (!buf || send(fd, buf, len, MSG_NOSIGNAL) != (ssize_t)len) {
         free(buf);
         return NULL;
     }
     free(buf);
-    uint8_t hdr[FRAME_HDR_LEN];
-    if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr)
-        return NULL;
-    frame_hdr h;
-    frame_hdr_decode(hdr, &h);
-    if (h.len > FRAME_MAX_BODY)
-        return NULL;
-    uint8_t *body = malloc(h.len + 1);
-    if (!body || (h.len && recv(fd, body, h.len, MSG_WAITALL) != (ssize_t)h.len)) {
+    /* The owner may push messages of its own at any time (weak-index
+     * invalidations of keys another client overwrote): skip every frame that
+     * is not the answer to this request. */
+    for (;;) {
+        uint8_t hdr[FRAME_HDR_LEN];
+        if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr)
+            return NULL;
+        frame_hdr h;
+        frame_hdr_decode(hdr, &h);
+        if (h.len > FRAME_MAX_BODY)
+            return NULL;
+        uint8_t *body = malloc(h.len + 1);
+        if (!body || (h.len && recv(fd, body, h.len, MSG_WAITALL) != (ssize_t)h.len)) {
+            free(body);
+            return NULL;
+        }
+        if (!(h.flags & FRAME_RESPONSE) || h.req_id != my_id) {
+            free(body);
+            continue;
+        }
+        ProtobufCMessage *m = msg_decode(h.type, true, body, h.len);
         free(body);
-        return NULL;
+        return m;
     }
-    ProtobufCMessage *m = msg_decode(h.type, true, body, h.len);
-    free(body);
-    return m;
 }
 
 int raw_external_open(const char *socket_path)

@@ -104,7 +104,8 @@ void ssd_guard_release(ssd_guard *g);
  * through an aligned scratch buffer with a copy of the real bytes only (bytes
  * of addr past len are untouched then). The value is read in 4 MiB pieces,
  * each choosing by the same rule (the stats count each IO), with up to 4 in
- * flight; the engine submits the next piece as one completes, and the
+ * flight, submitted and reaped by the calling thread itself (a private ring
+ * of the device, no engine-thread hand-off), and the
  * checksum of each piece is taken while later pieces are still being read, so
  * only the last piece's is left after the disk. On any
  * error the bytes in addr are undefined and must not be used. Returns SSD_OK,

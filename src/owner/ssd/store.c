@@ -6,8 +6,11 @@
  * Pieces: root.c finds and locks the roots, ring.c does the bookkeeping of
  * each shard file, uring.c runs one io_uring engine per device, index.c maps
  * (key, put_id) to entry records, chunkq.c is the chunk queue. This file ties
- * them together; callers' threads block on their own IO (a condition variable
- * per operation, signalled from the engine thread's completion callback).
+ * them together; callers' threads block on their own IO: writes and chunked
+ * loads through the device's engine (a condition variable per operation,
+ * signalled from the engine thread's completion callback), whole-value loads
+ * on a reader of the device (uring.h) taken from a small pool, so the loading
+ * thread submits and reaps its reads itself.
  *
  * Locking. The index lock guards the index and every record's `indexed` flag.
  * Each shard's lock guards its ring and the ring state of its records (state,
@@ -63,6 +66,10 @@
 #define LOAD_PIECE (4ull << 20)
 #define LOAD_INFLIGHT 4u
 #define BUF_ALIGN 4096u
+/* Whole-value loads read through a reader of READER_DEPTH (>= LOAD_INFLIGHT);
+ * up to READER_POOL idle readers are kept per device. */
+#define READER_DEPTH 8u
+#define READER_POOL 32u
 #define HUGE_BUF (2u << 20)
 
 /* Aligned IO buffers are reused through power-of-two classes from 4 KiB to
@@ -98,6 +105,11 @@ typedef struct ssd_device {
     unsigned n_shards;
     uint64_t shard_bytes; /* capacity of each shard */
     atomic_uint next_shard;
+    /* Idle readers for whole-value loads (see load()); a load takes one and
+     * gives it back, so there are about as many as loads ever ran at once. */
+    pthread_mutex_t readers_lock; /* a leaf lock */
+    uring_reader *idle_readers[READER_POOL];
+    unsigned n_idle_readers;
 } ssd_device;
 
 typedef struct buf_pool {
@@ -641,12 +653,14 @@ static bool went_stale(ssd_store *s, ssd_entry *e, uint64_t begin)
 
 /* ---- the load pipeline ---------------------------------------------------
  *
- * A load reads the value in pieces and keeps up to `window` of them in flight.
- * The engine thread submits the next prepared piece from the completion
- * callback of the one before, so the disk never waits for the loading thread
- * to wake up, and the loading thread checks and hashes each piece (in offset
- * order, the checksum is one stream) while the pieces after it are still being
- * read. Only the last piece's hash is left after the last completion.
+ * A load reads the value in pieces and keeps up to `window` of them in flight,
+ * and the loading thread checks and hashes each piece (in offset order, the
+ * checksum is one stream) while the pieces after it are still being read:
+ * only the last piece's hash is left after the last completion. A whole-value
+ * load submits and reaps on its own reader, refilling the window as it reaps;
+ * a chunked load goes through the engine, whose thread submits the next
+ * prepared piece from the completion callback of the one before, so the disk
+ * never waits for the loading thread (busy handing chunks to its consumer).
  *
  * The loading thread prepares pieces (direct target or scratch buffer) up to
  * LOAD_SLOTS ahead of the oldest one it has not consumed; the pipe's lock
@@ -657,6 +671,7 @@ static bool went_stale(ssd_store *s, ssd_entry *e, uint64_t begin)
 typedef struct load_pipe {
     io_wait w;
     uring_engine *eng;
+    uring_reader *rd;       /* the loading thread's own reads (whole values), or NULL */
     unsigned window;        /* reads in flight at most */
     unsigned inflight;      /* guarded by w.lock */
     uint64_t prepared;      /* pieces [0, prepared) may be submitted; w.lock */
@@ -665,15 +680,94 @@ typedef struct load_pipe {
 } load_pipe;
 _Static_assert(offsetof(load_pipe, w) == 0, "a slot's io_wait pointer is its pipe's");
 
-/* Submits prepared pieces while the window has room. w.lock held. */
+/* Submits prepared pieces while the window has room: to the engine (w.lock
+ * held) or, with a reader, on this thread in one system call. */
 static void pipe_fill_locked(load_pipe *p)
 {
+    bool any = false;
     while (p->inflight < p->window && p->submitted < p->prepared) {
         io_slot *sl = &p->slots[p->submitted++ % LOAD_SLOTS];
         sl->done = false;
         p->inflight++;
-        uring_submit(p->eng, &sl->req);
+        if (p->rd)
+            uring_reader_prep(p->rd, &sl->req);
+        else
+            uring_submit(p->eng, &sl->req);
+        any = true;
     }
+    if (any && p->rd)
+        uring_reader_submit(p->rd);
+}
+
+/* Makes pieces [0, prepared) submittable (and submits what the window
+ * allows), or, when the load failed, retracts the prepared pieces that have
+ * not gone out. Returns how many pieces went out in all. */
+static uint64_t pipe_kick(ssd_store *s, load_pipe *p, uint64_t prepared, bool failed)
+{
+    pthread_mutex_lock(&p->w.lock);
+    if (!failed) {
+        p->prepared = prepared;
+        pipe_fill_locked(p);
+    } else {
+        for (uint64_t i = p->submitted; i < prepared; i++) {
+            io_slot *sl = &p->slots[i % LOAD_SLOTS];
+            buf_put(&s->pool, sl->scratch, sl->scratch_len);
+            sl->scratch = NULL;
+        }
+        p->prepared = p->submitted;
+    }
+    uint64_t submitted = p->submitted;
+    pthread_mutex_unlock(&p->w.lock);
+    return submitted;
+}
+
+/* Waits until piece sl has completed: woken by pipe_io_done, or, with a
+ * reader, reaping completions on this thread (and refilling the window). */
+static void pipe_wait(load_pipe *p, io_slot *sl)
+{
+    pthread_mutex_lock(&p->w.lock);
+    while (!sl->done) {
+        if (!p->rd) {
+            pthread_cond_wait(&p->w.cv, &p->w.lock);
+            continue;
+        }
+        uring_req *req = uring_reader_wait(p->rd);
+        if (!req) { /* cannot happen: sl went out and was not reaped */
+            sl->req.res = -EIO;
+            break;
+        }
+        io_slot *d = req->ud;
+        d->done = true;
+        p->inflight--;
+        pipe_fill_locked(p);
+    }
+    pthread_mutex_unlock(&p->w.lock);
+}
+
+/* A reader of device d for one load, or NULL (the engine carries it then). */
+static uring_reader *reader_take(ssd_device *d)
+{
+    uring_reader *r = NULL;
+    pthread_mutex_lock(&d->readers_lock);
+    if (d->n_idle_readers)
+        r = d->idle_readers[--d->n_idle_readers];
+    pthread_mutex_unlock(&d->readers_lock);
+    if (!r && uring_reader_open(d->eng, READER_DEPTH, &r) < 0)
+        r = NULL;
+    return r;
+}
+
+static void reader_give_back(ssd_device *d, uring_reader *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&d->readers_lock);
+    bool kept = d->n_idle_readers < READER_POOL;
+    if (kept)
+        d->idle_readers[d->n_idle_readers++] = r;
+    pthread_mutex_unlock(&d->readers_lock);
+    if (!kept)
+        uring_reader_close(r);
 }
 
 /* Engine thread: marks the piece done, submits the next prepared one and wakes
@@ -740,7 +834,12 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
     if (rc != SSD_OK)
         return rc;
 
-    load_pipe p = {.eng = e->shard->dev->eng, .window = inflight};
+    /* A whole value (no queue) is read by this thread's own reader: nobody
+     * else waits on it, so the engine's hand-offs would only add latency. A
+     * chunked load keeps the engine (its consumer overlaps with the reads). */
+    ssd_device *dev = e->shard->dev;
+    load_pipe p = {.eng = dev->eng, .rd = q ? NULL : reader_take(dev), .window = inflight};
+    _Static_assert(LOAD_INFLIGHT <= READER_DEPTH, "a reader holds a whole window");
     io_wait_init(&p.w);
     bulk_hash_state st;
     bulk_hash_reset(&st);
@@ -756,27 +855,10 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
             if (rc == SSD_OK)
                 prepared++;
         }
-        pthread_mutex_lock(&p.w.lock);
-        if (rc == SSD_OK) {
-            p.prepared = prepared;
-            pipe_fill_locked(&p);
-        } else {
-            /* Nothing more goes out: release what was prepared and not sent. */
-            for (uint64_t i = p.submitted; i < prepared; i++) {
-                io_slot *sl = &p.slots[i % LOAD_SLOTS];
-                buf_put(&s->pool, sl->scratch, sl->scratch_len);
-                sl->scratch = NULL;
-            }
-            p.prepared = p.submitted;
-        }
-        if (next_done == p.submitted) {
-            pthread_mutex_unlock(&p.w.lock);
+        if (next_done == pipe_kick(s, &p, prepared, rc != SSD_OK))
             break; /* all consumed, or failed with nothing more in flight */
-        }
         io_slot *sl = &p.slots[next_done++ % LOAD_SLOTS];
-        while (!sl->done)
-            pthread_cond_wait(&p.w.cv, &p.w.lock);
-        pthread_mutex_unlock(&p.w.lock);
+        pipe_wait(&p, sl);
 
         bool short_io = sl->req.res < 0 || (uint32_t)sl->req.res != sl->req.len;
         if (rc == SSD_OK && short_io) {
@@ -811,6 +893,7 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
         rc = SSD_ENOTFOUND;
     }
     io_wait_destroy(&p.w);
+    reader_give_back(dev, p.rd);
     unpin_read(e);
     return rc;
 }
@@ -926,6 +1009,7 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
                        bool iovec_mode, char *err, size_t errlen)
 {
     d->root = root;
+    pthread_mutex_init(&d->readers_lock, NULL);
     if (shards > root->limit / SSD_ALIGN)
         shards = (unsigned)(root->limit / SSD_ALIGN);
     d->shard_bytes = ALIGN_DOWN(root->limit / shards);
@@ -974,6 +1058,10 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
  * rings and closes the files. */
 static void device_close(ssd_device *d)
 {
+    for (unsigned i = 0; i < d->n_idle_readers; i++)
+        uring_reader_close(d->idle_readers[i]);
+    d->n_idle_readers = 0;
+    pthread_mutex_destroy(&d->readers_lock);
     uring_engine_stop(d->eng);
     d->eng = NULL;
     for (unsigned i = 0; i < d->n_shards; i++) {

@@ -19,6 +19,11 @@
  *
  * -EAGAIN and -EINTR completions are resubmitted (bounded, see MAX_RETRIES);
  * every other result, short transfers included, goes to the caller as it is.
+ *
+ * A reader (uring_reader_*) is a small ring of its own for one thread that
+ * submits reads and waits for them itself, as fio does: no hand-off to the
+ * engine thread on the way in or out. It shares the engine's failpoints and
+ * counters, not its slots or channels.
  */
 #include "owner/ssd/uring.h"
 
@@ -40,6 +45,7 @@
  * row is reported with that error rather than spinning forever. */
 #define MAX_RETRIES 1000u
 #define MAX_DEPTH 4096u
+#define READER_MAX_DEPTH 64u
 
 /* One in-flight IO. Owned by the engine thread. */
 struct slot {
@@ -138,11 +144,9 @@ static void publish_inflight(uring_engine *e)
                           memory_order_relaxed);
 }
 
-/* Sets req->res, counts it and calls done(). Engine thread (or the stopping
- * thread for the post-join safety net), no lock held: done() may submit. */
-static void complete(uring_engine *e, uring_req *req, int res)
+/* Counts a request's result in the engine's totals. */
+static void count_result(uring_engine *e, const uring_req *req, int res)
 {
-    req->res = res;
     if (req->op == URING_WRITE) {
         atomic_fetch_add_explicit(&e->writes_completed, 1, memory_order_relaxed);
         if (res > 0)
@@ -154,6 +158,14 @@ static void complete(uring_engine *e, uring_req *req, int res)
     }
     if (res < 0)
         atomic_fetch_add_explicit(&e->errors, 1, memory_order_relaxed);
+}
+
+/* Sets req->res, counts it and calls done(). Engine thread (or the stopping
+ * thread for the post-join safety net), no lock held: done() may submit. */
+static void complete(uring_engine *e, uring_req *req, int res)
+{
+    req->res = res;
+    count_result(e, req, res);
     req->done(req);
 }
 
@@ -217,6 +229,35 @@ static void prep_retries(uring_engine *e)
     }
 }
 
+/* Applies a pending failpoint of req's op: true when req fails before
+ * submission (res set to -EIO); else *len may be halved (SHORT) or *fail_eio
+ * set (COMPLETE_EIO). Without FX_FAILPOINTS, always false. e->lock held. */
+static bool take_failpoint_locked(uring_engine *e, uring_req *req, uint32_t *len, bool *fail_eio)
+{
+#ifdef FX_FAILPOINTS
+    unsigned *fp = e->fp[req->op - 1];
+    if (fp[URING_FP_SUBMIT_EIO]) {
+        fp[URING_FP_SUBMIT_EIO]--;
+        req->res = -EIO;
+        return true;
+    }
+    if (fp[URING_FP_COMPLETE_EIO]) {
+        fp[URING_FP_COMPLETE_EIO]--;
+        *fail_eio = true;
+    } else if (fp[URING_FP_SHORT]) {
+        /* A real short transfer: only the first half is asked of the kernel. */
+        fp[URING_FP_SHORT]--;
+        *len = (req->len / 2) & ~511u;
+    }
+#else
+    (void)e;
+    (void)req;
+    (void)len;
+    (void)fail_eio;
+#endif
+    return false;
+}
+
 /* Moves queued requests into SQEs while a slot and an SQE are free, by the
  * read-bias rule. Requests that fail before submission (bad op, SUBMIT_EIO
  * failpoint) go to *failed with res set. Engine thread, lock held. */
@@ -238,23 +279,10 @@ static void fill_locked(uring_engine *e, struct req_queue *failed)
         }
         bool fail_eio = false;
         uint32_t len = req->len;
-#ifdef FX_FAILPOINTS
-        unsigned *fp = e->fp[req->op - 1];
-        if (fp[URING_FP_SUBMIT_EIO]) {
-            fp[URING_FP_SUBMIT_EIO]--;
-            req->res = -EIO;
+        if (take_failpoint_locked(e, req, &len, &fail_eio)) {
             queue_push(failed, req);
             continue;
         }
-        if (fp[URING_FP_COMPLETE_EIO]) {
-            fp[URING_FP_COMPLETE_EIO]--;
-            fail_eio = true;
-        } else if (fp[URING_FP_SHORT]) {
-            /* A real short transfer: only the first half is asked of the kernel. */
-            fp[URING_FP_SHORT]--;
-            len = (req->len / 2) & ~511u;
-        }
-#endif
         struct slot *s = e->free_slots;
         e->free_slots = s->next;
         s->next = NULL;
@@ -463,6 +491,142 @@ void uring_get_stats(uring_engine *e, uring_stats *out)
     out->read_bytes = atomic_load_explicit(&e->read_bytes, memory_order_relaxed);
     out->write_bytes = atomic_load_explicit(&e->write_bytes, memory_order_relaxed);
     out->errors = atomic_load_explicit(&e->errors, memory_order_relaxed);
+}
+
+/* ---- readers ------------------------------------------------------------- */
+
+/* One read of a reader: the request and how it went out. */
+struct reader_io {
+    uring_req *req;
+    uint32_t len;
+    bool fail_eio;
+    unsigned retries;
+};
+
+struct uring_reader {
+    uring_engine *eng;
+    struct io_uring ring;
+    unsigned depth, inflight, unsubmitted;
+    struct reader_io *ios;   /* depth of them */
+    struct reader_io *free_ios[READER_MAX_DEPTH];
+    unsigned n_free;
+    struct req_queue failed; /* failed before submission, not yet waited for */
+};
+
+int uring_reader_open(uring_engine *e, unsigned depth, uring_reader **out)
+{
+    *out = NULL;
+    if (!e || depth < 1 || depth > READER_MAX_DEPTH)
+        return -EINVAL;
+    uring_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    r->ios = calloc(depth, sizeof *r->ios);
+    int rc = r->ios ? io_uring_queue_init(depth, &r->ring, 0) : -ENOMEM;
+    if (rc < 0) {
+        free(r->ios);
+        free(r);
+        return rc;
+    }
+    r->eng = e;
+    r->depth = depth;
+    for (unsigned i = 0; i < depth; i++)
+        r->free_ios[r->n_free++] = &r->ios[depth - 1 - i];
+    *out = r;
+    return 0;
+}
+
+void uring_reader_close(uring_reader *r)
+{
+    if (!r)
+        return;
+    assert(r->inflight == 0 && !r->failed.head);
+    io_uring_queue_exit(&r->ring);
+    free(r->ios);
+    free(r);
+}
+
+static void reader_prep(uring_reader *r, struct reader_io *io)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+    assert(sqe); /* at most depth IOs, and the SQ has depth entries */
+    io_uring_prep_read(sqe, io->req->fd, io->req->buf, io->len, io->req->off);
+    io_uring_sqe_set_data(sqe, io);
+    r->unsubmitted++;
+}
+
+void uring_reader_prep(uring_reader *r, uring_req *req)
+{
+    req->res = 0;
+    uint32_t len = req->len;
+    bool fail_eio = false, failed = req->op != URING_READ;
+    if (failed) {
+        req->res = -EINVAL;
+    } else {
+        pthread_mutex_lock(&r->eng->lock);
+        failed = take_failpoint_locked(r->eng, req, &len, &fail_eio);
+        pthread_mutex_unlock(&r->eng->lock);
+    }
+    assert(r->n_free > 0);
+    if (failed || r->n_free == 0) {
+        if (!failed)
+            req->res = -EBUSY; /* more than depth in flight: a caller bug */
+        queue_push(&r->failed, req);
+        return;
+    }
+    struct reader_io *io = r->free_ios[--r->n_free];
+    *io = (struct reader_io){.req = req, .len = len, .fail_eio = fail_eio};
+    r->inflight++;
+    reader_prep(r, io);
+}
+
+void uring_reader_submit(uring_reader *r)
+{
+    while (r->unsubmitted > 0) {
+        int n = io_uring_submit(&r->ring);
+        if (n > 0)
+            r->unsubmitted -= (unsigned)n < r->unsubmitted ? (unsigned)n : r->unsubmitted;
+        else if (n == 0)
+            r->unsubmitted = 0; /* nothing was pending after all */
+        else if (n != -EINTR)
+            break; /* -EAGAIN / -EBUSY: the SQEs stay queued, uring_reader_wait retries */
+    }
+}
+
+uring_req *uring_reader_wait(uring_reader *r)
+{
+    uring_req *req = queue_pop(&r->failed);
+    if (req) {
+        count_result(r->eng, req, req->res);
+        return req;
+    }
+    if (r->inflight == 0)
+        return NULL;
+    for (;;) {
+        if (r->unsubmitted)
+            uring_reader_submit(r);
+        struct io_uring_cqe *cqe;
+        int rc = io_uring_wait_cqe(&r->ring, &cqe);
+        if (rc < 0)
+            continue; /* -EINTR, or -EAGAIN / -EBUSY while the kernel is short: try again (an
+                       * IO in flight still uses the caller's buffer, so there is no giving up) */
+        struct reader_io *io = io_uring_cqe_get_data(cqe);
+        int res = cqe->res;
+        io_uring_cqe_seen(&r->ring, cqe);
+        if ((res == -EAGAIN || res == -EINTR) && io->retries < MAX_RETRIES) {
+            io->retries++;
+            reader_prep(r, io);
+            continue;
+        }
+        if (io->fail_eio)
+            res = -EIO;
+        req = io->req;
+        req->res = res;
+        r->inflight--;
+        r->free_ios[r->n_free++] = io;
+        count_result(r->eng, req, res);
+        return req;
+    }
 }
 
 #ifdef FX_FAILPOINTS

@@ -71,6 +71,29 @@ void uring_engine_stop(uring_engine *e);
 void uring_submit(uring_engine *e, uring_req *req);
 void uring_get_stats(uring_engine *e, uring_stats *out);
 
+/* A reader: a private io_uring (depth 1..64 reads in flight) for one thread
+ * at a time that submits reads and waits for their completions itself, with
+ * no hand-off to the engine thread (each hand-off wakes a thread, 60-90 us on
+ * the 2-vCPU guests of docs/benchmarks.md). Its reads do not pass through the
+ * engine's read/write channels: they never wait behind queued writes. They
+ * count in the engine's stats and take its failpoints (uring_failpoint).
+ * A reader is not thread-safe: one thread uses it at a time (a pool hands it
+ * out). uring_reader_open returns 0 or a negative errno (-EINVAL for a bad
+ * depth; the io_uring's own errors). Close it with nothing in flight. */
+typedef struct uring_reader uring_reader;
+int uring_reader_open(uring_engine *e, unsigned depth, uring_reader **out);
+void uring_reader_close(uring_reader *r);
+/* Queues req (op URING_READ, fd / buf / len / off as for uring_submit; done
+ * and ud are not used) without entering the kernel; at most depth prepared
+ * or in flight. A request that fails before submission (a failpoint, another
+ * op) is handed back by uring_reader_wait like any other. */
+void uring_reader_prep(uring_reader *r, uring_req *req);
+/* Submits what uring_reader_prep queued, in one system call. */
+void uring_reader_submit(uring_reader *r);
+/* Waits for one of the submitted requests to complete and returns it with
+ * res set as uring_submit's done() would see it; NULL when none is left. */
+uring_req *uring_reader_wait(uring_reader *r);
+
 #ifdef FX_FAILPOINTS
 enum uring_failpoint_kind {
     URING_FP_SUBMIT_EIO,   /* fail before the SQE is submitted */
