@@ -17,8 +17,6 @@ uint64_t bulk_hash_digest_avx2(const void *st);
 #define AVX2_BUILT 0
 #endif
 
-_Static_assert(sizeof(bulk_hash_state) == sizeof(XXH3_state_t), "libxxhash's state");
-
 enum { CHOICE_UNSET, CHOICE_GENERIC, CHOICE_AVX2 };
 static atomic_int choice = CHOICE_UNSET;
 

@@ -11,7 +11,9 @@
 #ifndef FX_COMMON_BULK_HASH_H
 #define FX_COMMON_BULK_HASH_H
 
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#ifndef XXH_STATIC_LINKING_ONLY
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack (xxhash.h may be included again) */
+#endif
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -55,6 +55,11 @@ int main(void)
         buf[i] = (uint8_t)next_rand();
 
     bool avx2 = bulk_hash_select_avx2(true);
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    CHECK(avx2 == (__builtin_cpu_supports("avx2") != 0),
+          "the AVX2 build is used exactly where the CPU has AVX2 (in use: %d)", avx2);
+#endif
     check_build(buf, avx2);
     CHECK(!bulk_hash_select_avx2(false) && !bulk_hash_avx2(), "the libxxhash build can be chosen");
     check_build(buf, false);

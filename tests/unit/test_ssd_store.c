@@ -1186,6 +1186,23 @@ static void test_chunked(void)
           "polled consumer: %d / %d, %u chunks, in order %d", rc, cs.last_status, cs.chunks,
           cs.in_order);
 
+    /* The first piece fails while the later ones are in flight: the load
+     * drains them and fails, whole (reader) and chunked (engine) alike, and
+     * the entry stays readable. */
+    const int kinds[3] = {URING_FP_SUBMIT_EIO, URING_FP_COMPLETE_EIO, URING_FP_SHORT};
+    for (int k = 0; k < 3; k++) {
+        uring_failpoint(ssd_test_engine(s, 0), URING_READ, kinds[k], 1);
+        rc = get_into(s, 1, len, buf, alen, NULL);
+        CHECK(rc == SSD_EIO, "whole load with a failed first piece (kind %d): %d", kinds[k], rc);
+        uring_failpoint(ssd_test_engine(s, 0), URING_READ, kinds[k], 1);
+        rc = get_chunks(s, 1, len, buf, alen, 1 * MiB, 4, 8, 0, &cs);
+        CHECK(rc == SSD_EIO && cs.last_status == SSD_EIO,
+              "chunked load with a failed first chunk (kind %d): %d / %d", kinds[k], rc,
+              cs.last_status);
+    }
+    CHECK(get_into(s, 1, len, buf, alen, &ok) == SSD_OK && ok,
+          "readable after the failed loads");
+
     /* A multi-piece write with one failed piece commits nothing. */
     uring_failpoint(ssd_test_engine(s, 0), URING_WRITE, URING_FP_COMPLETE_EIO, 1);
     CHECK(put(s, 2, 20 * MiB, NULL) == SSD_EIO, "20 MiB write with a failed piece");

@@ -844,11 +844,15 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
     bulk_hash_state st;
     bulk_hash_reset(&st);
     uint64_t n_pieces = (len + chunk - 1) / chunk, next_done = 0;
+    /* Pieces prepared ahead of the oldest unconsumed one: two windows, so a
+     * completion always finds the next piece ready, and no more (a scratch
+     * buffer is held per prepared piece). */
+    uint64_t ahead = 2ull * inflight < LOAD_SLOTS ? 2ull * inflight : LOAD_SLOTS;
     for (;;) {
         /* Prepare ahead (outside the lock: the callback never touches a piece
          * that is not yet counted in prepared), then let the window fill. */
         uint64_t prepared = p.prepared; /* only this thread writes it */
-        while (rc == SSD_OK && prepared < n_pieces && prepared - next_done < LOAD_SLOTS) {
+        while (rc == SSD_OK && prepared < n_pieces && prepared - next_done < ahead) {
             uint64_t o = prepared * chunk, n = len - o < chunk ? len - o : chunk;
             rc = piece_prepare(s, e, &p, &p.slots[prepared % LOAD_SLOTS], addr, capacity, foff, o,
                                n, prepared + 1 == n_pieces);

@@ -563,9 +563,11 @@ void uring_reader_prep(uring_reader *r, uring_req *req)
     if (failed) {
         req->res = -EINVAL;
     } else {
+#ifdef FX_FAILPOINTS
         pthread_mutex_lock(&r->eng->lock);
         failed = take_failpoint_locked(r->eng, req, &len, &fail_eio);
         pthread_mutex_unlock(&r->eng->lock);
+#endif
     }
     assert(r->n_free > 0);
     if (failed || r->n_free == 0) {
@@ -587,9 +589,10 @@ void uring_reader_submit(uring_reader *r)
         if (n > 0)
             r->unsubmitted -= (unsigned)n < r->unsubmitted ? (unsigned)n : r->unsubmitted;
         else if (n == 0)
-            r->unsubmitted = 0; /* nothing was pending after all */
+            r->unsubmitted = 0; /* nothing was pending after all (not expected) */
         else if (n != -EINTR)
-            break; /* -EAGAIN / -EBUSY: the SQEs stay queued, uring_reader_wait retries */
+            break; /* -EAGAIN / -EBUSY / -ENOMEM: the SQEs stay queued and
+                    * uring_reader_wait submits them again, backing off */
     }
 }
 
@@ -603,13 +606,28 @@ uring_req *uring_reader_wait(uring_reader *r)
     if (r->inflight == 0)
         return NULL;
     for (;;) {
-        if (r->unsubmitted)
-            uring_reader_submit(r);
+        /* Queued SQEs go out with the wait (io_uring_wait_cqe alone would not
+         * submit them). When the kernel refuses them (-EAGAIN / -EBUSY /
+         * -ENOMEM) and no CQE is ready, back off briefly and try again, as
+         * the engine does: an IO still in flight uses the caller's buffer,
+         * so there is no giving up. */
+        int rc;
+        if (r->unsubmitted) {
+            rc = io_uring_submit_and_wait(&r->ring, 1);
+            if (rc >= 0)
+                r->unsubmitted -= (unsigned)rc < r->unsubmitted ? (unsigned)rc : r->unsubmitted;
+        } else {
+            struct io_uring_cqe *ready;
+            rc = io_uring_wait_cqe(&r->ring, &ready);
+        }
         struct io_uring_cqe *cqe;
-        int rc = io_uring_wait_cqe(&r->ring, &cqe);
-        if (rc < 0)
-            continue; /* -EINTR, or -EAGAIN / -EBUSY while the kernel is short: try again (an
-                       * IO in flight still uses the caller's buffer, so there is no giving up) */
+        if (io_uring_peek_cqe(&r->ring, &cqe) != 0) {
+            if (rc < 0 && rc != -EINTR && rc != -ETIME) {
+                struct timespec ts = {0, 1000000};
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
         struct reader_io *io = io_uring_cqe_get_data(cqe);
         int res = cqe->res;
         io_uring_cqe_seen(&r->ring, cqe);

@@ -75,8 +75,10 @@ void uring_get_stats(uring_engine *e, uring_stats *out);
  * at a time that submits reads and waits for their completions itself, with
  * no hand-off to the engine thread (each hand-off wakes a thread, 60-90 us on
  * the 2-vCPU guests of docs/benchmarks.md). Its reads do not pass through the
- * engine's read/write channels: they never wait behind queued writes. They
- * count in the engine's stats and take its failpoints (uring_failpoint).
+ * engine's read/write channels: they never wait behind queued writes, and
+ * the engine's io_depth, in-flight counts and iovec mode do not apply to them
+ * (always IORING_OP_READ). They count in the engine's completed-IO stats and
+ * take its failpoints (uring_failpoint).
  * A reader is not thread-safe: one thread uses it at a time (a pool hands it
  * out). uring_reader_open returns 0 or a negative errno (-EINVAL for a bad
  * depth; the io_uring's own errors). Close it with nothing in flight. */
