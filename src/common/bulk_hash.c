@@ -9,7 +9,6 @@
 
 #if defined(__x86_64__) && defined(FX_HAVE_AVX2_BUILD)
 #define AVX2_BUILT 1
-uint64_t bulk_hash64_avx2(const void *p, size_t n);
 void bulk_hash_reset_avx2(void *st);
 void bulk_hash_update_avx2(void *st, const void *p, size_t n);
 uint64_t bulk_hash_digest_avx2(const void *st);
@@ -60,11 +59,6 @@ bool bulk_hash_select_avx2(bool on)
 #else
 #define DISPATCH(avx2_call, generic_call) generic_call
 #endif
-
-uint64_t bulk_hash64(const void *p, size_t n)
-{
-    DISPATCH(return bulk_hash64_avx2(p, n), return XXH3_64bits(p, n));
-}
 
 void bulk_hash_reset(bulk_hash_state *st)
 {

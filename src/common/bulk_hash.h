@@ -1,6 +1,6 @@
 /*
- * bulk_hash.h - the checksum of payload bytes: xxHash3 64-bit, one shot or
- * streamed, with the same results as libxxhash's XXH3_64bits.
+ * bulk_hash.h - the checksum of payload bytes: xxHash3 64-bit, streamed
+ * (reset, update, digest), with the same results as libxxhash's XXH3_64bits.
  *
  * Debian's libxxhash is built for plain SSE2 (about 17 GB/s here, 60 us per
  * MiB, as much as the disk's share of an SSD refill's critical path); the
@@ -21,7 +21,6 @@
 
 typedef XXH3_state_t bulk_hash_state;
 
-uint64_t bulk_hash64(const void *p, size_t n);
 void bulk_hash_reset(bulk_hash_state *st);
 void bulk_hash_update(bulk_hash_state *st, const void *p, size_t n);
 uint64_t bulk_hash_digest(const bulk_hash_state *st);

@@ -9,15 +9,9 @@
 #include <stdint.h>
 #include <xxhash.h>
 
-uint64_t bulk_hash64_avx2(const void *p, size_t n);
 void bulk_hash_reset_avx2(void *st);
 void bulk_hash_update_avx2(void *st, const void *p, size_t n);
 uint64_t bulk_hash_digest_avx2(const void *st);
-
-uint64_t bulk_hash64_avx2(const void *p, size_t n)
-{
-    return XXH3_64bits(p, n);
-}
 
 void bulk_hash_reset_avx2(void *st)
 {

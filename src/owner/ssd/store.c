@@ -663,7 +663,7 @@ static bool went_stale(ssd_store *s, ssd_entry *e, uint64_t begin)
  * never waits for the loading thread (busy handing chunks to its consumer).
  *
  * The loading thread prepares pieces (direct target or scratch buffer) up to
- * LOAD_SLOTS ahead of the oldest one it has not consumed; the pipe's lock
+ * two windows ahead of the oldest one it has not consumed; the pipe's lock
  * guards the counters below and the done flags of its slots. */
 
 #define LOAD_SLOTS MAX_INFLIGHT

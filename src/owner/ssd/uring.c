@@ -476,7 +476,10 @@ void uring_submit(uring_engine *e, uring_req *req)
     bool was_empty = q->head == NULL;
     queue_push(q, req);
     pthread_mutex_unlock(&e->lock);
-    if (was_empty)
+    /* From a done() callback the engine thread is awake already and fills its
+     * ring right after the drain: waking it through the eventfd would only
+     * cost a write and an extra completion. */
+    if (was_empty && !pthread_equal(pthread_self(), e->thread))
         signal_engine(e);
 }
 
@@ -506,7 +509,7 @@ struct reader_io {
 struct uring_reader {
     uring_engine *eng;
     struct io_uring ring;
-    unsigned depth, inflight, unsubmitted;
+    unsigned inflight, unsubmitted;
     struct reader_io *ios;   /* depth of them */
     struct reader_io *free_ios[READER_MAX_DEPTH];
     unsigned n_free;
@@ -529,7 +532,6 @@ int uring_reader_open(uring_engine *e, unsigned depth, uring_reader **out)
         return rc;
     }
     r->eng = e;
-    r->depth = depth;
     for (unsigned i = 0; i < depth; i++)
         r->free_ios[r->n_free++] = &r->ios[depth - 1 - i];
     *out = r;
