@@ -150,6 +150,12 @@ int fx_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *
     if (!x)
         goto out;
     err = client_call_many(c, x, MSG_EXT_PUT_START, m, rp, resps);
+    size_t total = 0;
+    for (size_t j = 0; j < m && !err; j++)
+        if (!((Fx__ExternalPutStartResp *)resps[j])->status)
+            total += lens[slot[j]];
+    put_copy pc;
+    put_copy_init(&pc, c, x, total);
     for (size_t j = 0; j < m && !err; j++) {
         Fx__ExternalPutStartResp *psr = (Fx__ExternalPutStartResp *)resps[j];
         size_t i = slot[j];
@@ -165,7 +171,7 @@ int fx_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *
         }
         bool in_bounds = psr->offset <= c->seg_size && lens[i] <= c->seg_size - psr->offset;
         if (in_bounds && lens[i])
-            memcpy(c->base + psr->offset, vals[i], lens[i]);
+            put_copy_value(&pc, c->base + psr->offset, vals[i], lens[i]);
         ends[k].key = starts[j].key;
         ends[k].put_id = &pids[k];
         ends[k].abort = !in_bounds;

@@ -4,7 +4,7 @@
  *
  * A put is two round trips on one connection: ExternalPutStart gives a
  * staging range in the shared segment, the value is written there once (by
- * fx_put's memcpy, or by the caller through fx_put_handle_data), and
+ * fx_put, see put_copy.c, or by the caller through fx_put_handle_data), and
  * ExternalPutTransferEnd commits it (PutDone at the master) or aborts it. The
  * handle keeps its connection out of the pool from begin to end, because the
  * owner ties a started put to the connection that started it (and revokes it
@@ -170,8 +170,9 @@ int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, siz
             holder_index_invalidate(c, key, klen);
         return err;
     }
-    if (len)
-        memcpy(p->data, val, len);
+    put_copy pc;
+    put_copy_init(&pc, c, p->x, len);
+    put_copy_value(&pc, p->data, val, len);
     return fx_put_commit(p);
 }
 

@@ -8,7 +8,11 @@
  *            too-small one is left untouched);
  *   begin    fx_put_begin / commit writes the value straight into the shared
  *            segment; abort stores nothing and leaks nothing; a begun put of
- *            a client that closes is revoked.
+ *            a client that closes is revoked;
+ *   large    values over the client's wake-up tail (2 MiB: the owner is
+ *            pinged one-way before the last bytes are copied, see
+ *            put_copy.c), alone and in a batch where the ping falls inside
+ *            a value, are stored intact and the connection stays in step.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -177,6 +181,60 @@ static void test_put_begin(test_cluster *tc)
     fx_close(c);
 }
 
+static void test_large(test_cluster *tc)
+{
+    int err;
+    fx_client *c = fx_connect(tc->sockets[0], &err);
+    REQUIRE(c, "connect");
+    enum { NB = 6 };
+    static const size_t sizes[NB] = {3 * MIB + 5, MIB + 3, 513 * 1024, 1, 0, 2 * MIB};
+    const char *keys[NB] = {"large-0", "large-1", "large-2", "large-3", "large-4", "large-5"};
+    size_t klens[NB], lens[NB];
+    const void *vals[NB];
+    int results[NB];
+    for (int i = 0; i < NB; i++) {
+        klens[i] = strlen(keys[i]);
+        lens[i] = sizes[i];
+        vals[i] = value_make(700u + (unsigned)i, lens[i]);
+        REQUIRE(vals[i], "value");
+    }
+    /* Alone: 3 MiB + 5 (pinged after 1 MiB + 5), then exactly the tail. */
+    for (int i = 0; i < NB; i += 5) {
+        int r = fx_put(c, keys[i], klens[i], vals[i], lens[i]);
+        CHECK(r == 0, "put of %zu bytes: %s (%s)", lens[i], fx_strerror(r), fx_last_error_detail());
+        fx_holder *h = NULL;
+        r = fx_get(c, keys[i], klens[i], &h);
+        CHECK(r == 0 && value_holder_is(h, 700u + (unsigned)i, lens[i]),
+              "the %zu-byte value reads back intact: %s", lens[i], fx_strerror(r));
+        fx_holder_release(h);
+    }
+    /* A batch of 6.5 MiB: the ping goes out inside the second value. */
+    for (int round = 0; round < 2; round++) {
+        int r = fx_batch_put(c, NB, keys, klens, vals, lens, results);
+        CHECK(r == 0, "batch put: %s (%s)", fx_strerror(r), fx_last_error_detail());
+        fx_holder *out[NB];
+        int res[NB];
+        r = fx_batch_get(c, NB, keys, klens, out, res);
+        CHECK(r == 0, "batch get: %s (%s)", fx_strerror(r), fx_last_error_detail());
+        for (int i = 0; i < NB; i++) {
+            CHECK(results[i] == 0 && res[i] == 0 &&
+                      value_holder_is(out[i], 700u + (unsigned)i, lens[i]),
+                  "round %d: the batch's %zu-byte value: put %s, get %s, intact %d", round,
+                  lens[i], fx_strerror(results[i]), fx_strerror(res[i]),
+                  res[i] == 0 && value_holder_is(out[i], 700u + (unsigned)i, lens[i]));
+            fx_holder_release(out[i]);
+        }
+    }
+    /* The connections are in step afterwards: small calls still pair up. */
+    CHECK(fx_ping(c) == 0, "ping after the large puts: %s", fx_last_error_detail());
+    for (int i = 0; i < NB; i++) {
+        CHECK(fx_delete(c, keys[i], klens[i]) == 0, "delete %s", keys[i]);
+        free((void *)vals[i]);
+    }
+    accounting_check(c, 5000, "after the large puts");
+    fx_close(c);
+}
+
 int main(void)
 {
     test_cluster tc;
@@ -185,6 +243,7 @@ int main(void)
     test_batch(&tc);
     test_get_into(&tc);
     test_put_begin(&tc);
+    test_large(&tc);
     CHECK(cluster_stop(&tc) == 0, "clean stop");
     return test_finish();
 }

@@ -12,14 +12,11 @@
 
 #define BUF (3u << 20)
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static unsigned long long rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return test_rand(&rng);
 }
 
 /* The hash of n bytes in a single update. */
