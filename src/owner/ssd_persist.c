@@ -23,19 +23,18 @@
  * every SsdReplicaCommit by N ms after its write completed (a uv timer on the
  * loop, the guard held meanwhile; the loop never sleeps), so that tests can
  * overwrite a key while its old version's persist is still in flight
- * (tests/integration/test_ssd_faults.c). It is read once, when the first
- * persist write completes, and logged as a warning; unset, empty or 0 means
- * no delay. Never set it in production.
+ * (tests/integration/test_ssd_faults.c); see test_delay.h. Never set it in
+ * production.
  */
 #include "owner/ssd_tier.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
+#include "owner/test_delay.h"
 
 typedef struct ssd_persist {
     uv_work_t work;
@@ -53,30 +52,8 @@ typedef struct ssd_persist {
     uv_timer_t delay;  /* the test-only commit delay (see above) */
 } ssd_persist;
 
-/* FLUXON_TEST_PERSIST_DELAY_MS in ms, read once (on the loop thread only). */
-static uint64_t commit_delay_ms(void)
-{
-    static bool done;
-    static uint64_t ms;
-    if (!done) {
-        done = true;
-        const char *v = getenv("FLUXON_TEST_PERSIST_DELAY_MS");
-        if (v && *v) {
-            char *end;
-            errno = 0;
-            unsigned long long n = strtoull(v, &end, 10);
-            if (errno || *end || n > 600000)
-                FX_LOG(WARN, "FLUXON_TEST_PERSIST_DELAY_MS='%s' is not a number of ms up to "
-                             "600000; ignored", v);
-            else
-                ms = n;
-            if (ms)
-                FX_LOG(WARN, "test-only: every SsdReplicaCommit is delayed by %llu ms",
-                       (unsigned long long)ms);
-        }
-    }
-    return ms;
-}
+static test_delay commit_delay = {.env = "FLUXON_TEST_PERSIST_DELAY_MS",
+                                   .what = "every SsdReplicaCommit is delayed"};
 
 static void persist_free(ssd_persist *p)
 {
@@ -180,7 +157,7 @@ static void write_after(uv_work_t *w, int status)
         persist_free(p);
         return;
     }
-    uint64_t delay = commit_delay_ms();
+    uint64_t delay = test_delay_ms(&commit_delay);
     if (delay && uv_timer_init(o->loop, &p->delay) == 0) {
         /* The open timer keeps the loop (and a stopping owner's drain) alive
          * until the commit went or was dropped. */

@@ -26,17 +26,26 @@
  *
  * At most SSD_TIER_MAX_STAGES producers hold pool workers at once (a producer
  * can wait on its full queue); the rest wait in a FIFO on the loop, so local
- * refills always find a worker.
+ * refills always find a worker. Stages still waiting when the tier closes are
+ * answered with an error.
+ *
+ * Test-only: FLUXON_TEST_STAGE_DELAY_MS=N (test_delay.h) holds every producer
+ * on its worker for N ms before it reads, so that tests can have more stages
+ * arrive than may run at once (tests/integration/test_ssd_faults.c). Never set
+ * it in production.
  */
 #include "owner/ssd_tier.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dataplane.h"
+#include "owner/test_delay.h"
 
 #define STAGE_CHUNK (1u << 20)
 #define STAGE_READS 4u
@@ -58,6 +67,7 @@ typedef struct ssd_stage {
     ssd_chunk_queue *q;
     uv_work_t work;
     uv_async_t async; /* the queue's notify: chunks are ready */
+    uint64_t delay_ms; /* test-only, before the producer reads */
     struct ssd_stage *next; /* in the tier's FIFO of stages waiting for a worker */
     /* Loop-thread state. */
     bool load_ran;    /* set by the producer; read once producer_done */
@@ -75,9 +85,18 @@ static void wake_loop(void *arg)
     uv_async_send(arg);
 }
 
+static test_delay producer_delay = {.env = "FLUXON_TEST_STAGE_DELAY_MS",
+                                    .what = "every SsdStageRead producer waits on its worker"};
+
 static void produce(uv_work_t *w)
 {
     ssd_stage *s = w->data;
+    if (s->delay_ms) {
+        struct timespec ts = {.tv_sec = (time_t)(s->delay_ms / 1000),
+                              .tv_nsec = (long)(s->delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+        }
+    }
     if (atomic_load(&s->o->ssd->closing))
         return; /* produce_after sees that the load never ran and fails the stage */
     s->load_ran = true;
@@ -272,6 +291,7 @@ void ssd_stage_on_request(owner *o, net_conn *c, const frame_hdr *h, Fx__SsdStag
     s->target_node = req->target_node_id;
     s->target_offset = req->target_offset;
     s->async.data = s;
+    s->delay_ms = test_delay_ms(&producer_delay);
     ssd_chunk_queue_set_notify(s->q, wake_loop, &s->async);
     ssd_tier *t = o->ssd;
     if (atomic_load(&t->closing)) {

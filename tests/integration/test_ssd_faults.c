@@ -20,11 +20,19 @@
  *      byte is ever returned.
  *   4. An owner restarted on the same paths serves nothing of its previous
  *      run, and its SSD usage is back to zero.
+ *   5. More remote refills at once than SSD_TIER_MAX_STAGES (4) producers
+ *      may run: with every producer held on its worker for a while
+ *      (test-only FLUXON_TEST_STAGE_DELAY_MS), 8 concurrent gets all return
+ *      the right bytes from SSD and take at least two delays (the second
+ *      four waited their turn); then 8 more are started and the cluster is
+ *      stopped while four of them still wait for a producer: every process
+ *      exits 0 and no get hangs or returns wrong bytes.
  */
 /* O_DIRECT needs _GNU_SOURCE, which the build defines. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -153,16 +161,22 @@ static int count_lines(const char *path, const char *needle)
     return n;
 }
 
+/* Sets a test-only delay of the owners started next (they inherit the
+ * environment: cluster.c forks and execs). */
+static void set_delay_env(const char *name, int ms)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%d", ms);
+    setenv(name, v, 1);
+}
+
 /* ---- 1. overwrite while v1's persist is in flight ----------------------- */
 
 static void overwrite_during_persist(void)
 {
     test_cluster tc;
     int failed_before = test_checks_failed;
-    /* The owner inherits the environment (cluster.c forks and execs). */
-    char delay[16];
-    snprintf(delay, sizeof delay, "%d", PERSIST_DELAY_MS);
-    setenv("FLUXON_TEST_PERSIST_DELAY_MS", delay, 1);
+    set_delay_env("FLUXON_TEST_PERSIST_DELAY_MS", PERSIST_DELAY_MS);
     char *old_log = getenv("FLUXON_LOG") ? strdup(getenv("FLUXON_LOG")) : NULL;
     setenv("FLUXON_LOG", "info", 1); /* the owner logs ignored commits at INFO */
     int rc = cluster_start_ssd(&tc, 1, 64 * MIB, 256 * MIB, master_args);
@@ -615,6 +629,140 @@ static void restart_same_paths(void)
     stop(&tc, failed_before);
 }
 
+/* ---- 5. more remote refills than producers -------------------------------- */
+
+#define STAGE_DELAY_MS 400
+#define STAGE_GETS 8 /* twice SSD_TIER_MAX_STAGES */
+
+typedef struct stage_get {
+    fx_client *c;
+    char key[32];
+    size_t len;
+    int rc, source;
+    bool intact;
+    char detail[160]; /* the error's detail (the calling thread's) */
+} stage_get;
+
+static void *stage_get_main(void *arg)
+{
+    stage_get *g = arg;
+    fx_holder *h = NULL;
+    g->rc = fx_get(g->c, g->key, strlen(g->key), &h);
+    snprintf(g->detail, sizeof g->detail, "%s", g->rc ? fx_last_error_detail() : "");
+    if (g->rc == 0) {
+        g->source = fx_holder_source(h);
+        g->intact = same(h, g->key, 1, g->len);
+        fx_holder_release(h);
+    }
+    return NULL;
+}
+
+/* Puts STAGE_GETS keys named prefix-<i> through c0 and pushes them out of
+ * owner0's DRAM, so that their only copies are on owner0's SSD. */
+static bool stage_keys_on_ssd(fx_client *c0, raw_member *obs, const char *prefix, stage_get *g,
+                              fx_client *reader)
+{
+    const char *keys[STAGE_GETS];
+    for (int i = 0; i < STAGE_GETS; i++) {
+        snprintf(g[i].key, sizeof g[i].key, "%s-%d", prefix, i);
+        g[i].c = reader;
+        g[i].len = MIB + (size_t)i * 4096 + 13;
+        g[i].rc = -100;
+        g[i].intact = false;
+        keys[i] = g[i].key;
+        int r = put(c0, g[i].key, 1, g[i].len);
+        if (r != 0) {
+            CHECK(false, "put %s: %s (%s)", g[i].key, fx_strerror(r), fx_last_error_detail());
+            return false;
+        }
+    }
+    for (int i = 0; i < STAGE_GETS; i++)
+        if (!wait_ssd(obs, keys[i], 10000)) {
+            CHECK(false, "%s was persisted", keys[i]);
+            return false;
+        }
+    int fillers = push_out_of_dram(c0, obs, keys, STAGE_GETS, 8 * MIB, 60);
+    CHECK(fillers > 0, "%s-*: only on owner0's SSD after %d fillers", prefix, fillers);
+    return fillers > 0;
+}
+
+static void start_gets(stage_get *g, pthread_t *th)
+{
+    for (int i = 0; i < STAGE_GETS; i++)
+        REQUIRE(pthread_create(&th[i], NULL, stage_get_main, &g[i]) == 0, "thread");
+}
+
+static void stages_beyond_the_limit(void)
+{
+    test_cluster tc;
+    int failed_before = test_checks_failed;
+    set_delay_env("FLUXON_TEST_STAGE_DELAY_MS", STAGE_DELAY_MS);
+    int rc = cluster_start_ssd(&tc, 2, 64 * MIB, 512 * MIB, master_args);
+    unsetenv("FLUXON_TEST_STAGE_DELAY_MS");
+    REQUIRE(rc == 0, "cluster start");
+    int err = 0;
+    fx_client *c0 = fx_connect(tc.sockets[0], &err);
+    fx_client *c1 = fx_connect(tc.sockets[1], &err);
+    REQUIRE(c0 && c1, "connect");
+    raw_member obs;
+    REQUIRE(raw_member_register(&obs, tc.master_addr, "test", "observer", 1) == 0, "observer");
+
+    /* Round 1: 8 remote refills at once, 4 producers at a time. */
+    stage_get g[STAGE_GETS];
+    pthread_t th[STAGE_GETS];
+    if (stage_keys_on_ssd(c0, &obs, "stage-a", g, c1)) {
+        uint64_t t0 = now_ms();
+        start_gets(g, th);
+        for (int i = 0; i < STAGE_GETS; i++)
+            pthread_join(th[i], NULL);
+        uint64_t took = now_ms() - t0;
+        int good = 0;
+        for (int i = 0; i < STAGE_GETS; i++) {
+            CHECK(g[i].rc == 0 && g[i].intact && g[i].source == FX_SRC_SSD,
+                  "%s: %s, intact %d, source %d (%s)", g[i].key, fx_strerror(g[i].rc),
+                  g[i].intact, g[i].source, g[i].detail);
+            good += g[i].rc == 0 && g[i].intact;
+        }
+        CHECK(took >= 2 * STAGE_DELAY_MS,
+              "%d concurrent remote refills took %llu ms: at most 4 producers ran at once, each "
+              "held %d ms, so the second four waited (want >= %d ms)",
+              STAGE_GETS, (unsigned long long)took, STAGE_DELAY_MS, 2 * STAGE_DELAY_MS);
+        printf("%d concurrent remote refills (%d intact): %llu ms\n", STAGE_GETS, good,
+               (unsigned long long)took);
+    }
+
+    /* Round 2: 8 more, and the cluster stops while four still wait. */
+    stage_get g2[STAGE_GETS];
+    bool ready = stage_keys_on_ssd(c0, &obs, "stage-b", g2, c1);
+    if (ready) {
+        start_gets(g2, th);
+        sleep_ms(STAGE_DELAY_MS / 2); /* all 8 reached owner0: 4 held, 4 waiting */
+    }
+    raw_member_close(&obs);
+    if (test_checks_failed > failed_before)
+        cluster_dump_logs(&tc);
+    CHECK(cluster_stop(&tc) == 0,
+          "every process exited cleanly, the SSD owner with stages still waiting");
+    if (ready) {
+        for (int i = 0; i < STAGE_GETS; i++)
+            pthread_join(th[i], NULL);
+        int ok = 0, failed = 0, wrong = 0;
+        for (int i = 0; i < STAGE_GETS; i++) {
+            if (g2[i].rc == 0 && !g2[i].intact)
+                wrong++;
+            else if (g2[i].rc == 0)
+                ok++;
+            else
+                failed++;
+        }
+        CHECK(wrong == 0, "no get across the stop returned wrong bytes (%d did)", wrong);
+        printf("gets across the stop: %d ok, %d failed with an error, %d wrong\n", ok, failed,
+               wrong);
+    }
+    fx_close(c0);
+    fx_close(c1);
+}
+
 int main(void)
 {
     uint64_t t0 = now_ms();
@@ -629,5 +777,8 @@ int main(void)
     t0 = now_ms();
     restart_same_paths();
     printf("restart: %llu ms\n", (unsigned long long)(now_ms() - t0));
+    t0 = now_ms();
+    stages_beyond_the_limit();
+    printf("stages beyond the limit: %llu ms\n", (unsigned long long)(now_ms() - t0));
     return test_finish();
 }

@@ -1,0 +1,33 @@
+/*
+ * test_delay.c - test-only delays from the environment (see test_delay.h).
+ */
+#include "owner/test_delay.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+
+#define TEST_DELAY_MAX_MS 600000ull
+
+uint64_t test_delay_ms(test_delay *d)
+{
+    if (d->read)
+        return d->ms;
+    d->read = true;
+    const char *v = getenv(d->env);
+    if (!v || !*v)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || *end || n > TEST_DELAY_MAX_MS) {
+        FX_LOG(WARN, "%s='%s' is not a number of ms up to %llu; ignored", d->env, v,
+               TEST_DELAY_MAX_MS);
+        return 0;
+    }
+    d->ms = n;
+    if (n)
+        FX_LOG(WARN, "test-only (%s): %s by %llu ms", d->env, d->what, n);
+    return d->ms;
+}
