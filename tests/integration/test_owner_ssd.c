@@ -596,11 +596,23 @@ static void default_instance(void)
     CHECK(n == 1, "two runs share one root (%d roots)", n);
 }
 
+/* At exit, however the test ended: the owner's log when a check failed,
+ * then the directory. */
+static void remove_dir(void *arg)
+{
+    (void)arg;
+    if (test_checks_failed)
+        cluster_print_log_tail(log_path);
+    test_remove_dir(dir);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     snprintf(dir, sizeof dir, "/tmp/fx-owner-ssd-XXXXXX");
     REQUIRE(mkdtemp(dir), "mkdtemp");
+    snprintf(log_path, sizeof log_path, "%s/owner.log", dir);
+    test_at_exit(remove_dir, NULL);
     snprintf(yaml, sizeof yaml, "%s/owner.yaml", dir);
     snprintf(nossd_yaml, sizeof nossd_yaml, "%s/nossd.yaml", dir);
     snprintf(sock, sizeof sock, "%s/owner.sock", dir);
@@ -843,14 +855,5 @@ int main(void)
     free(aval);
     free(bval);
     free(evval);
-    int result = test_finish();
-    if (result == 0) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", dir);
-    } else {
-        fprintf(stderr, "owner log: %s\n", log_path);
-    }
-    return result;
+    return test_finish(); /* remove_dir runs at exit */
 }

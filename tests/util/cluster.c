@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fluxon/fluxon.h"
+#include "testlib.h"
 
 const char *cluster_bin(const char *name)
 {
@@ -52,7 +53,7 @@ static pid_t spawn(char *const argv[], const char *log)
     _exit(127);
 }
 
-static void tail_file(const char *path)
+void cluster_print_log_tail(const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -71,11 +72,11 @@ void cluster_dump_logs(const test_cluster *tc)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/master.log", tc->dir);
-    tail_file(p);
+    cluster_print_log_tail(p);
     int n = tc->n_owners > 0 ? tc->n_owners : 1;
     for (int i = 0; i < n; i++) {
         snprintf(p, sizeof p, "%s/owner%d.log", tc->dir, i);
-        tail_file(p);
+        cluster_print_log_tail(p);
     }
 }
 
@@ -213,6 +214,8 @@ int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const
     return cluster_start_n(tc, 1, memory_size, master_args);
 }
 
+static void cluster_abandon(void *arg);
+
 static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
                          const char *const *master_args);
 
@@ -246,6 +249,7 @@ static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, u
         tc->dir[0] = 0;
         return -1;
     }
+    test_at_exit(cluster_abandon, tc);
     for (int i = 0; i < n_owners; i++)
         snprintf(tc->sockets[i], sizeof tc->sockets[i], "%s/owner%d.sock", tc->dir, i);
     snprintf(tc->socket, sizeof tc->socket, "%s", tc->sockets[0]);
@@ -317,7 +321,7 @@ int cluster_restart_owner(test_cluster *tc, int i)
     if (spawn_owner(tc, i) < 0 || wait_owners_ready(tc, i, i) < 0) {
         char p[512];
         snprintf(p, sizeof p, "%s/owner%d.log", tc->dir, i);
-        tail_file(p);
+        cluster_print_log_tail(p);
         return -1;
     }
     return 0;
@@ -342,8 +346,35 @@ static int reap_one(pid_t pid, const char *name)
     return 0;
 }
 
+/* At exit with the cluster still up (a REQUIRE failed, or the program
+ * ended early): its logs when a check failed, then no process and no file
+ * left behind. */
+static void cluster_abandon(void *arg)
+{
+    test_cluster *tc = arg;
+    if (test_checks_failed)
+        cluster_dump_logs(tc);
+    int n = tc->n_owners > 0 ? tc->n_owners : 1;
+    tc->owner_pids[0] = tc->owner_pid;
+    pid_t pids[TEST_CLUSTER_MAX_OWNERS + 1];
+    int np = 0;
+    for (int i = 0; i < n; i++)
+        if (tc->owner_pids[i] > 0)
+            pids[np++] = tc->owner_pids[i];
+    if (tc->master_pid > 0)
+        pids[np++] = tc->master_pid;
+    for (int i = 0; i < np; i++)
+        kill(pids[i], SIGKILL);
+    for (int i = 0; i < np; i++)
+        waitpid(pids[i], NULL, 0);
+    if (tc->dir[0])
+        test_remove_dir(tc->dir);
+    tc->dir[0] = 0;
+}
+
 int cluster_stop(test_cluster *tc)
 {
+    test_at_exit_cancel(cluster_abandon, tc);
     int r = 0;
     int n = tc->n_owners > 0 ? tc->n_owners : 1;
     tc->owner_pids[0] = tc->owner_pid; /* a test may only know owner_pid */
@@ -366,9 +397,7 @@ int cluster_stop(test_cluster *tc)
     if (r)
         cluster_dump_logs(tc);
     if (tc->dir[0]) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tc->dir);
-        if (system(cmd) != 0)
+        if (test_remove_dir(tc->dir) != 0)
             fprintf(stderr, "cluster: cannot remove %s\n", tc->dir);
         tc->dir[0] = 0;
     }

@@ -8,7 +8,9 @@
  * The processes die with the thread that started them (PR_SET_PDEATHSIG) even
  * if the test crashes, so start and restart them from the main thread;
  * cluster_stop() terminates them, checks how they exited, and removes the
- * directory.
+ * directory. A cluster the program leaves running when it exits (a REQUIRE
+ * failed) is killed and its directory removed at exit (testlib.h), so the
+ * test_cluster must stay valid until cluster_stop().
  */
 #ifndef FX_TESTS_CLUSTER_H
 #define FX_TESTS_CLUSTER_H
@@ -66,6 +68,8 @@ int cluster_restart_owner(test_cluster *tc, int i);
 int cluster_stop(test_cluster *tc);
 /* Prints the tail of the processes' logs to stderr. */
 void cluster_dump_logs(const test_cluster *tc);
+/* Prints the tail of one log file to stderr. */
+void cluster_print_log_tail(const char *path);
 /* Path of a binary of the build tree ("fluxon-master", "fluxon", ...). */
 const char *cluster_bin(const char *name);
 

@@ -1,8 +1,14 @@
-/* testlib.c - failure reporting and the closing summary line of a test program. */
+/* testlib.c - failure reporting, the closing summary line of a test program,
+ * and the cleanups that run at exit. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "testlib.h"
 
-#include <stdarg.h>
+#include <errno.h>
+#include <ftw.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
 
 int test_checks_passed;
 int test_checks_failed;
@@ -27,4 +33,90 @@ int test_finish(void)
     printf("%d passed, %d failed\n", test_checks_passed, test_checks_failed);
     fflush(stdout);
     return test_checks_failed ? 1 : 0;
+}
+
+/* ---- cleanups at exit ----------------------------------------------------- */
+
+#define MAX_CLEANUPS 32
+
+static struct cleanup {
+    void (*fn)(void *);
+    void *arg;
+} cleanups[MAX_CLEANUPS];
+static int n_cleanups;
+static bool cleanups_installed;
+static pthread_mutex_t cleanup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void run_cleanups(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&cleanup_lock);
+        if (!n_cleanups) {
+            pthread_mutex_unlock(&cleanup_lock);
+            return;
+        }
+        struct cleanup c = cleanups[--n_cleanups];
+        pthread_mutex_unlock(&cleanup_lock);
+        c.fn(c.arg);
+    }
+}
+
+void test_at_exit(void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&cleanup_lock);
+    if (!cleanups_installed) {
+        atexit(run_cleanups);
+        cleanups_installed = true;
+    }
+    if (n_cleanups < MAX_CLEANUPS)
+        cleanups[n_cleanups++] = (struct cleanup){fn, arg};
+    else
+        fprintf(stderr, "testlib: more than %d cleanups; one will not run\n", MAX_CLEANUPS);
+    pthread_mutex_unlock(&cleanup_lock);
+}
+
+void test_at_exit_cancel(void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&cleanup_lock);
+    for (int i = n_cleanups - 1; i >= 0; i--) {
+        if (cleanups[i].fn == fn && cleanups[i].arg == arg) {
+            memmove(&cleanups[i], &cleanups[i + 1], (size_t)(n_cleanups - i - 1) * sizeof *cleanups);
+            n_cleanups--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&cleanup_lock);
+}
+
+static bool remove_failed; /* by the walk of test_remove_dir (under cleanup_lock) */
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0) {
+        fprintf(stderr, "testlib: cannot remove %s: %s\n", path, strerror(errno));
+        remove_failed = true;
+    }
+    return 0; /* go on: remove what can be removed */
+}
+
+int test_remove_dir(const char *dir)
+{
+    const char *keep = getenv("FX_TEST_KEEP");
+    if (test_checks_failed && keep && *keep && strcmp(keep, "0") != 0) {
+        fprintf(stderr, "FX_TEST_KEEP: kept %s\n", dir);
+        return 0;
+    }
+    pthread_mutex_lock(&cleanup_lock);
+    remove_failed = false;
+    int r = nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (r != 0 && errno != ENOENT) {
+        fprintf(stderr, "testlib: cannot walk %s: %s\n", dir, strerror(errno));
+        remove_failed = true;
+    }
+    bool failed = remove_failed;
+    pthread_mutex_unlock(&cleanup_lock);
+    return failed ? -1 : 0;
 }

@@ -3,7 +3,9 @@
  *
  * CHECK(cond, fmt, ...) records a failure with file:line and the message and
  * goes on; REQUIRE(cond, ...) stops the test at once. test_finish() prints
- * "N passed, N failed" and returns the exit code (0 pass, 1 fail).
+ * "N passed, N failed" and returns the exit code (0 pass, 1 fail). Cleanups
+ * registered with test_at_exit run however the program ends, so that a
+ * failed test leaves no process or temporary file behind.
  */
 #ifndef FX_TESTS_TESTLIB_H
 #define FX_TESTS_TESTLIB_H
@@ -36,6 +38,17 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 
 /* Prints the summary line and returns 0 when no check failed, else 1. */
 int test_finish(void);
+
+/* Cleanups that run when the program exits, also through REQUIRE, newest
+ * first: a cluster's processes and directory, a test's own directory. A
+ * test that did the cleanup itself cancels it (the same fn and arg). */
+void test_at_exit(void (*fn)(void *arg), void *arg);
+void test_at_exit_cancel(void (*fn)(void *arg), void *arg);
+
+/* Removes dir and everything under it (0, or -1 after saying why on
+ * stderr). When a check failed and FX_TEST_KEEP=1 is set, the files are
+ * kept for a look and the path is printed instead. */
+int test_remove_dir(const char *dir);
 
 /* Deterministic xorshift64* generator for tests and benchmarks. */
 static inline unsigned long long test_rand(unsigned long long *s)
