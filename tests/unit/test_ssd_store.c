@@ -1165,6 +1165,9 @@ static void test_chunked(void)
     CHECK(after.scratch_reads - before.scratch_reads == 3 &&
               after.direct_reads == before.direct_reads,
           "scratch chunks counted");
+    CHECK(after.reader_loads == before.reader_loads,
+          "a chunked load stays on the engine (%llu reader loads)",
+          (unsigned long long)(after.reader_loads - before.reader_loads));
 
     /* The whole-value form, in 4 MiB pieces read straight into buf. */
     memset(buf, 0, alen);
@@ -1176,6 +1179,9 @@ static void test_chunked(void)
               after.scratch_reads == before.scratch_reads,
           "whole load: %llu direct pieces, want 3",
           (unsigned long long)(after.direct_reads - before.direct_reads));
+    CHECK(after.reader_loads - before.reader_loads == 1,
+          "the whole load ran on the loading thread's reader (%llu reader loads, want 1)",
+          (unsigned long long)(after.reader_loads - before.reader_loads));
 
     /* A consumer that never blocks on the queue: woken by the notify hook,
      * it takes chunks with try_pop (the owner's loop does this). */

@@ -181,6 +181,7 @@ typedef struct ssd_stats {
     uint64_t entries;                    /* indexed (readable) values */
     uint64_t writes, write_errors;       /* committed writes, writes that got SSD_EIO */
     uint64_t direct_reads, scratch_reads; /* read IOs by path (a chunk is one IO) */
+    uint64_t reader_loads;               /* loads read by the loading thread's own reader */
     uint64_t read_errors;                /* loads that got SSD_EIO */
     uint64_t checksum_failures, stale_reads; /* loads that dropped their entry */
     uint64_t evictions, evictions_dropped; /* indexed entries evicted; not queued (full) */

@@ -143,6 +143,7 @@ struct ssd_store {
     pthread_cond_t close_cv;
 
     _Atomic uint64_t writes, write_errors, direct_reads, scratch_reads, read_errors;
+    _Atomic uint64_t reader_loads;
     _Atomic uint64_t checksum_failures, stale_reads, evictions, evictions_dropped;
 #ifdef FX_FAILPOINTS
     atomic_uint fp_stale;
@@ -839,6 +840,8 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
      * chunked load keeps the engine (its consumer overlaps with the reads). */
     ssd_device *dev = e->shard->dev;
     load_pipe p = {.eng = dev->eng, .rd = q ? NULL : reader_take(dev), .window = inflight};
+    if (p.rd)
+        count(&s->reader_loads);
     _Static_assert(LOAD_INFLIGHT <= READER_DEPTH, "a reader holds a whole window");
     io_wait_init(&p.w);
     bulk_hash_state st;
@@ -998,6 +1001,7 @@ void ssd_get_stats(ssd_store *s, ssd_stats *out)
     out->write_errors = load_counter(&s->write_errors);
     out->direct_reads = load_counter(&s->direct_reads);
     out->scratch_reads = load_counter(&s->scratch_reads);
+    out->reader_loads = load_counter(&s->reader_loads);
     out->read_errors = load_counter(&s->read_errors);
     out->checksum_failures = load_counter(&s->checksum_failures);
     out->stale_reads = load_counter(&s->stale_reads);
