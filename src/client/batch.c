@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "client/client.h"
+#include "client/put_copy.h"
 
 /* Checks the batch's shape; 0 or FX_EINVAL with the detail. */
 static int check_batch(fx_client *c, size_t n, const char *const *keys, const size_t *klens,
@@ -109,6 +110,12 @@ out:
     return err;
 }
 
+/* Whether a started put's staging range lies inside the segment. */
+static bool staging_ok(const fx_client *c, const Fx__ExternalPutStartResp *psr, size_t len)
+{
+    return !psr->status && psr->offset <= c->seg_size && len <= c->seg_size - psr->offset;
+}
+
 int fx_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *klens,
                  const void *const *vals, const size_t *lens, int *results)
 {
@@ -152,10 +159,11 @@ int fx_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *
     err = client_call_many(c, x, MSG_EXT_PUT_START, m, rp, resps);
     size_t total = 0;
     for (size_t j = 0; j < m && !err; j++)
-        if (!((Fx__ExternalPutStartResp *)resps[j])->status)
+        if (staging_ok(c, (Fx__ExternalPutStartResp *)resps[j], lens[slot[j]]))
             total += lens[slot[j]];
+    owner_wake w = {.c = c, .x = x};
     put_copy pc;
-    put_copy_init(&pc, c, x, total);
+    put_copy_init(&pc, total, owner_wake_ping, &w);
     for (size_t j = 0; j < m && !err; j++) {
         Fx__ExternalPutStartResp *psr = (Fx__ExternalPutStartResp *)resps[j];
         size_t i = slot[j];
@@ -169,8 +177,8 @@ int fx_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *
             pids[k].time_ms = psr->put_id->time_ms;
             pids[k].version = psr->put_id->version;
         }
-        bool in_bounds = psr->offset <= c->seg_size && lens[i] <= c->seg_size - psr->offset;
-        if (in_bounds && lens[i])
+        bool in_bounds = staging_ok(c, psr, lens[i]);
+        if (in_bounds)
             put_copy_value(&pc, c->base + psr->offset, vals[i], lens[i]);
         ends[k].key = starts[j].key;
         ends[k].put_id = &pids[k];
@@ -183,6 +191,9 @@ int fx_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *
     }
     for (size_t j = 0; j < m; j++)
         msg_free(resps[j]);
+    if (!err && w.failed) /* the connection may hold part of a frame: no ends on it */
+        err = client_fail(FX_ECONN, "writing to the owner at %s failed while the values were "
+                                    "copied; the puts are revoked", c->path);
     if (err || !k)
         goto out;
     /* Round trip 2: every end. */

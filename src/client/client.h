@@ -103,17 +103,15 @@ int client_read_frame(int fd, frame_hdr *h, uint8_t **body, int timeout_ms);
 int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHelloResp **hello,
                 int *seg_fd);
 
-/* put_copy.c: copies the values of one put or batch (total bytes in all)
- * into their staging ranges on connection x, waking the owner with a one-way
- * ping before the last bytes so that the commit finds it awake. */
-typedef struct put_copy {
+/* put.c: the wake function of put_copy.h for a put on connection x: a
+ * one-way ExternalPing. A failed write leaves failed set: the connection may
+ * hold part of a frame and must not carry the commit. */
+typedef struct owner_wake {
     fx_client *c;
     xconn *x;
-    size_t before_wake; /* bytes still to copy before the owner is woken */
-    bool woken;         /* or no wake-up is needed */
-} put_copy;
-void put_copy_init(put_copy *pc, fx_client *c, xconn *x, size_t total);
-void put_copy_value(put_copy *pc, uint8_t *dst, const uint8_t *src, size_t n);
+    bool failed;
+} owner_wake;
+void owner_wake_ping(void *owner_wake_ctx);
 
 /* holder.c */
 fx_holder *holder_index_get(fx_client *c, const char *key, size_t klen);

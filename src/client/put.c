@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "client/client.h"
+#include "client/put_copy.h"
 #include "common/memdup.h"
 
 struct fx_put_handle {
@@ -116,27 +117,35 @@ void client_puts_drop_all(fx_client *c)
     pthread_mutex_unlock(&c->pool_lock);
 }
 
-/* Sends ExternalPutTransferEnd (commit or abort) and frees p. */
-static int end_put(fx_put_handle *p, bool abort)
+/* Sends ExternalPutTransferEnd (commit or abort) and frees p. A connection
+ * already known to be broken carries nothing: it is closed, which makes the
+ * owner revoke the put, and the put fails with FX_ECONN. */
+static int end_put(fx_put_handle *p, bool abort, bool conn_broken)
 {
     pthread_mutex_lock(&p->c->pool_lock);
     if (p->prev) /* begun (not an abort from inside fx_put_begin) */
         DL_DELETE(p->c->puts, p);
     pthread_mutex_unlock(&p->c->pool_lock);
-    Fx__ExternalPutTransferEndReq pe = FX__EXTERNAL_PUT_TRANSFER_END_REQ__INIT;
-    pe.key = (ProtobufCBinaryData){.len = p->klen, .data = (uint8_t *)p->key};
-    pe.put_id = &p->pid;
-    pe.abort = abort;
-    ProtobufCMessage *m = NULL;
-    int err = client_call(p->c, p->x, MSG_EXT_PUT_TRANSFER_END, &pe.base, &m);
-    bool broken = err != 0;
-    if (!err && (err = msg_status(m)))
-        client_fail(err, "%s", msg_detail(m));
-    msg_free(m);
-    client_conn_put(p->c, p->x, broken);
-    /* The old version must not be served from this client's index again. */
-    if (!abort)
-        holder_index_invalidate(p->c, p->key, p->klen);
+    int err;
+    if (conn_broken) {
+        err = client_fail(FX_ECONN, "writing to the owner at %s failed while the value was "
+                                    "copied; the put is revoked", p->c->path);
+    } else {
+        Fx__ExternalPutTransferEndReq pe = FX__EXTERNAL_PUT_TRANSFER_END_REQ__INIT;
+        pe.key = (ProtobufCBinaryData){.len = p->klen, .data = (uint8_t *)p->key};
+        pe.put_id = &p->pid;
+        pe.abort = abort;
+        ProtobufCMessage *m = NULL;
+        err = client_call(p->c, p->x, MSG_EXT_PUT_TRANSFER_END, &pe.base, &m);
+        conn_broken = err != 0;
+        if (!err && (err = msg_status(m)))
+            client_fail(err, "%s", msg_detail(m));
+        msg_free(m);
+        /* The old version must not be served from this client's index again. */
+        if (!abort)
+            holder_index_invalidate(p->c, p->key, p->klen);
+    }
+    client_conn_put(p->c, p->x, conn_broken);
     free(p->key);
     free(p);
     return err;
@@ -147,13 +156,21 @@ int fx_put_commit(fx_put_handle *p)
     client_clear_error();
     if (!p)
         return client_fail(FX_EINVAL, "put handle is NULL");
-    return end_put(p, false);
+    return end_put(p, false, false);
 }
 
 void fx_put_abort(fx_put_handle *p)
 {
     if (p)
-        end_put(p, true);
+        end_put(p, true, false);
+}
+
+void owner_wake_ping(void *owner_wake_ctx)
+{
+    owner_wake *w = owner_wake_ctx;
+    Fx__ExternalPingReq ping = FX__EXTERNAL_PING_REQ__INIT;
+    if (client_notify(w->c, w->x, MSG_EXT_PING, &ping.base) != 0)
+        w->failed = true;
 }
 
 int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, size_t len,
@@ -170,10 +187,11 @@ int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, siz
             holder_index_invalidate(c, key, klen);
         return err;
     }
+    owner_wake w = {.c = c, .x = p->x};
     put_copy pc;
-    put_copy_init(&pc, c, p->x, len);
+    put_copy_init(&pc, len, owner_wake_ping, &w);
     put_copy_value(&pc, p->data, val, len);
-    return fx_put_commit(p);
+    return end_put(p, false, w.failed);
 }
 
 int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t len)

@@ -78,14 +78,17 @@ enum bulk_copy_kind bulk_copy_kind(void)
 enum bulk_copy_kind bulk_copy_select(enum bulk_copy_kind kind)
 {
     enum bulk_copy_kind best = best_kind();
-    chosen = kind < best ? kind : best;
-    return (enum bulk_copy_kind)chosen;
+    enum bulk_copy_kind k = kind < best ? kind : best;
+    __atomic_store_n(&chosen, (int)k, __ATOMIC_RELAXED);
+    return k;
 }
 
 void bulk_copy(void *dst, const void *src, size_t n)
 {
+    if (!n)
+        return; /* src and dst may be NULL then (memcpy would not allow it) */
     enum bulk_copy_kind k = n >= BULK_COPY_STREAM_MIN ? bulk_copy_kind() : BULK_COPY_MEMCPY;
-    if (k == BULK_COPY_MEMCPY) {
+    if (k == BULK_COPY_MEMCPY || !BULK_COPY_HAVE_STREAM) {
         memcpy(dst, src, n);
         return;
     }

@@ -20,7 +20,8 @@
 #define BULK_COPY_STREAM_MIN (256u << 10)
 
 /* memcpy(dst, src, n) for buffers that do not overlap; the bytes are visible
- * to other threads and processes like memcpy's once it returns. */
+ * to other threads and processes like memcpy's once it returns. With n == 0
+ * it does nothing (dst and src may then be NULL). */
 void bulk_copy(void *dst, const void *src, size_t n);
 
 /* How copies of BULK_COPY_STREAM_MIN bytes or more are made. */

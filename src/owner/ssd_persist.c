@@ -23,8 +23,8 @@
  * every SsdReplicaCommit by N ms after its write completed (a uv timer on the
  * loop, the guard held meanwhile; the loop never sleeps), so that tests can
  * overwrite a key while its old version's persist is still in flight
- * (tests/integration/test_ssd_faults.c); see test_delay.h. Never set it in
- * production.
+ * (tests/integration/test_ssd_faults.c); see owner_test_delay.h. Never set
+ * it in production.
  */
 #include "owner/ssd_tier.h"
 
@@ -34,7 +34,7 @@
 #include "common/log.h"
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
-#include "owner/test_delay.h"
+#include "owner/owner_test_delay.h"
 
 typedef struct ssd_persist {
     uv_work_t work;
@@ -52,7 +52,7 @@ typedef struct ssd_persist {
     uv_timer_t delay;  /* the test-only commit delay (see above) */
 } ssd_persist;
 
-static test_delay commit_delay = {.env = "FLUXON_TEST_PERSIST_DELAY_MS",
+static owner_test_delay commit_delay = {.env = "FLUXON_TEST_PERSIST_DELAY_MS",
                                    .what = "every SsdReplicaCommit is delayed"};
 
 static void persist_free(ssd_persist *p)
@@ -157,7 +157,7 @@ static void write_after(uv_work_t *w, int status)
         persist_free(p);
         return;
     }
-    uint64_t delay = test_delay_ms(&commit_delay);
+    uint64_t delay = owner_test_delay_ms(&commit_delay);
     if (delay && uv_timer_init(o->loop, &p->delay) == 0) {
         /* The open timer keeps the loop (and a stopping owner's drain) alive
          * until the commit went or was dropped. */

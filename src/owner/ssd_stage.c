@@ -29,10 +29,10 @@
  * refills always find a worker. Stages still waiting when the tier closes are
  * answered with an error.
  *
- * Test-only: FLUXON_TEST_STAGE_DELAY_MS=N (test_delay.h) holds every producer
- * on its worker for N ms before it reads, so that tests can have more stages
- * arrive than may run at once (tests/integration/test_ssd_faults.c). Never set
- * it in production.
+ * Test-only: FLUXON_TEST_STAGE_DELAY_MS=N (owner_test_delay.h) holds every
+ * producer on its worker for N ms before it reads, so that tests can have
+ * more stages arrive than may run at once (tests/integration/
+ * test_ssd_faults.c). Never set it in production.
  */
 #include "owner/ssd_tier.h"
 
@@ -45,7 +45,7 @@
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dataplane.h"
-#include "owner/test_delay.h"
+#include "owner/owner_test_delay.h"
 
 #define STAGE_CHUNK (1u << 20)
 #define STAGE_READS 4u
@@ -85,7 +85,7 @@ static void wake_loop(void *arg)
     uv_async_send(arg);
 }
 
-static test_delay producer_delay = {.env = "FLUXON_TEST_STAGE_DELAY_MS",
+static owner_test_delay producer_delay = {.env = "FLUXON_TEST_STAGE_DELAY_MS",
                                     .what = "every SsdStageRead producer waits on its worker"};
 
 static void produce(uv_work_t *w)
@@ -291,7 +291,7 @@ void ssd_stage_on_request(owner *o, net_conn *c, const frame_hdr *h, Fx__SsdStag
     s->target_node = req->target_node_id;
     s->target_offset = req->target_offset;
     s->async.data = s;
-    s->delay_ms = test_delay_ms(&producer_delay);
+    s->delay_ms = owner_test_delay_ms(&producer_delay);
     ssd_chunk_queue_set_notify(s->q, wake_loop, &s->async);
     ssd_tier *t = o->ssd;
     if (atomic_load(&t->closing)) {

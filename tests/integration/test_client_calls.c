@@ -187,7 +187,7 @@ static void test_large(test_cluster *tc)
     fx_client *c = fx_connect(tc->sockets[0], &err);
     REQUIRE(c, "connect");
     enum { NB = 6 };
-    static const size_t sizes[NB] = {3 * MIB + 5, MIB + 3, 513 * 1024, 1, 0, 2 * MIB};
+    static const size_t sizes[NB] = {3 * MIB + 5, 1, MIB + 3, 0, 2 * MIB, 513 * 1024};
     const char *keys[NB] = {"large-0", "large-1", "large-2", "large-3", "large-4", "large-5"};
     size_t klens[NB], lens[NB];
     const void *vals[NB];
@@ -198,8 +198,8 @@ static void test_large(test_cluster *tc)
         vals[i] = value_make(700u + (unsigned)i, lens[i]);
         REQUIRE(vals[i], "value");
     }
-    /* Alone: 3 MiB + 5 (pinged after 1 MiB + 5), then exactly the tail. */
-    for (int i = 0; i < NB; i += 5) {
+    /* Alone: 3 MiB + 5 (pinged after 1 MiB + 5), then exactly the tail (no ping). */
+    for (int i = 0; i < NB; i += 4) {
         int r = fx_put(c, keys[i], klens[i], vals[i], lens[i]);
         CHECK(r == 0, "put of %zu bytes: %s (%s)", lens[i], fx_strerror(r), fx_last_error_detail());
         fx_holder *h = NULL;
@@ -208,7 +208,8 @@ static void test_large(test_cluster *tc)
               "the %zu-byte value reads back intact: %s", lens[i], fx_strerror(r));
         fx_holder_release(h);
     }
-    /* A batch of 6.5 MiB: the ping goes out inside the second value. */
+    /* A batch of 6.5 MiB: the ping goes out 513 KiB into the fifth value
+     * (test_put_copy checks where exactly). */
     for (int round = 0; round < 2; round++) {
         int r = fx_batch_put(c, NB, keys, klens, vals, lens, results);
         CHECK(r == 0, "batch put: %s (%s)", fx_strerror(r), fx_last_error_detail());
@@ -225,6 +226,13 @@ static void test_large(test_cluster *tc)
             fx_holder_release(out[i]);
         }
     }
+    /* An empty value may come as NULL (no bytes are read from it). */
+    CHECK(fx_put(c, "large-null", 10, NULL, 0) == 0, "put of NULL, 0: %s", fx_last_error_detail());
+    fx_holder *eh = NULL;
+    CHECK(fx_get(c, "large-null", 10, &eh) == 0 && fx_holder_len(eh) == 0,
+          "the empty value reads back");
+    fx_holder_release(eh);
+    CHECK(fx_delete(c, "large-null", 10) == 0, "delete large-null");
     /* The connections are in step afterwards: small calls still pair up. */
     CHECK(fx_ping(c) == 0, "ping after the large puts: %s", fx_last_error_detail());
     for (int i = 0; i < NB; i++) {

@@ -616,7 +616,6 @@ int main(void)
     snprintf(yaml, sizeof yaml, "%s/owner.yaml", dir);
     snprintf(nossd_yaml, sizeof nossd_yaml, "%s/nossd.yaml", dir);
     snprintf(sock, sizeof sock, "%s/owner.sock", dir);
-    snprintf(log_path, sizeof log_path, "%s/owner.log", dir);
     snprintf(ssd_path, sizeof ssd_path, "%s/ssd", dir);
     REQUIRE(fm_listen() == 0, "listen");
     write_yaml(yaml, ssd_path, "8MB");

@@ -249,6 +249,7 @@ static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, u
         tc->dir[0] = 0;
         return -1;
     }
+    test_at_exit_cancel(cluster_abandon, tc); /* a struct started twice */
     test_at_exit(cluster_abandon, tc);
     for (int i = 0; i < n_owners; i++)
         snprintf(tc->sockets[i], sizeof tc->sockets[i], "%s/owner%d.sock", tc->dir, i);
@@ -367,7 +368,10 @@ static void cluster_abandon(void *arg)
         kill(pids[i], SIGKILL);
     for (int i = 0; i < np; i++)
         waitpid(pids[i], NULL, 0);
-    if (tc->dir[0])
+    for (int i = 0; i < n; i++)
+        set_owner_pid(tc, i, 0);
+    tc->master_pid = 0;
+    if (strncmp(tc->dir, "/tmp/fx-test-", 13) == 0)
         test_remove_dir(tc->dir);
     tc->dir[0] = 0;
 }

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 int test_checks_passed;
 int test_checks_failed;
@@ -42,6 +43,7 @@ int test_finish(void)
 static struct cleanup {
     void (*fn)(void *);
     void *arg;
+    pid_t pid; /* the process that registered it: a forked child runs none */
 } cleanups[MAX_CLEANUPS];
 static int n_cleanups;
 static bool cleanups_installed;
@@ -57,7 +59,8 @@ static void run_cleanups(void)
         }
         struct cleanup c = cleanups[--n_cleanups];
         pthread_mutex_unlock(&cleanup_lock);
-        c.fn(c.arg);
+        if (c.pid == getpid())
+            c.fn(c.arg);
     }
 }
 
@@ -69,7 +72,7 @@ void test_at_exit(void (*fn)(void *arg), void *arg)
         cleanups_installed = true;
     }
     if (n_cleanups < MAX_CLEANUPS)
-        cleanups[n_cleanups++] = (struct cleanup){fn, arg};
+        cleanups[n_cleanups++] = (struct cleanup){fn, arg, getpid()};
     else
         fprintf(stderr, "testlib: more than %d cleanups; one will not run\n", MAX_CLEANUPS);
     pthread_mutex_unlock(&cleanup_lock);

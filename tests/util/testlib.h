@@ -3,9 +3,12 @@
  *
  * CHECK(cond, fmt, ...) records a failure with file:line and the message and
  * goes on; REQUIRE(cond, ...) stops the test at once. test_finish() prints
- * "N passed, N failed" and returns the exit code (0 pass, 1 fail). Cleanups
- * registered with test_at_exit run however the program ends, so that a
- * failed test leaves no process or temporary file behind.
+ * "N passed, N failed" and returns the exit code (0 pass, 1 fail). REQUIRE
+ * belongs on the main thread (it exits the program). Cleanups registered
+ * with test_at_exit run when the program exits, also through REQUIRE, so
+ * that a failed test leaves no process or temporary file behind; a program
+ * killed by a signal runs none (its cluster processes still die with it,
+ * PR_SET_PDEATHSIG, but its directory stays).
  */
 #ifndef FX_TESTS_TESTLIB_H
 #define FX_TESTS_TESTLIB_H
@@ -41,7 +44,8 @@ int test_finish(void);
 
 /* Cleanups that run when the program exits, also through REQUIRE, newest
  * first: a cluster's processes and directory, a test's own directory. A
- * test that did the cleanup itself cancels it (the same fn and arg). */
+ * test that did the cleanup itself cancels it (the same fn and arg). Only
+ * the process that registered a cleanup runs it (not a forked child). */
 void test_at_exit(void (*fn)(void *arg), void *arg);
 void test_at_exit_cancel(void (*fn)(void *arg), void *arg);
 

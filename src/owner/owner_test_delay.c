@@ -1,7 +1,8 @@
 /*
- * test_delay.c - test-only delays from the environment (see test_delay.h).
+ * owner_test_delay.c - test-only delays from the environment (see
+ * owner_test_delay.h).
  */
-#include "owner/test_delay.h"
+#include "owner/owner_test_delay.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 
 #define TEST_DELAY_MAX_MS 600000ull
 
-uint64_t test_delay_ms(test_delay *d)
+uint64_t owner_test_delay_ms(owner_test_delay *d)
 {
     if (d->read)
         return d->ms;
