@@ -22,6 +22,9 @@
 /* -1 until the first copy of BULK_COPY_STREAM_MIN bytes looks at the CPU. */
 static int chosen = -1;
 
+/* Copies made with streaming stores by this thread (for tests). */
+static _Thread_local uint64_t streamed_here;
+
 #if BULK_COPY_HAVE_STREAM
 /* n is a multiple of 128 and dst is 32-byte aligned. */
 __attribute__((target("avx2"))) static void stream_avx2(uint8_t *dst, const uint8_t *src,
@@ -106,6 +109,12 @@ void bulk_copy(void *dst, const void *src, size_t n)
     else
         stream_sse2(d, s, body);
     _mm_sfence();
+    streamed_here++;
     memcpy(d + body, s + body, n - body);
 #endif
+}
+
+uint64_t bulk_copy_streamed_by_this_thread(void)
+{
+    return streamed_here;
 }

@@ -15,6 +15,7 @@
 #define FX_COMMON_BULK_COPY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Copies of at least this many bytes bypass the cache. */
 #define BULK_COPY_STREAM_MIN (256u << 10)
@@ -36,5 +37,7 @@ enum bulk_copy_kind bulk_copy_kind(void);
 /* Tests and benchmarks: use `kind` from now on, or the best the CPU has
  * below it. Not thread-safe. Returns the kind in use afterwards. */
 enum bulk_copy_kind bulk_copy_select(enum bulk_copy_kind kind);
+/* Tests: how many copies this thread made with streaming stores so far. */
+uint64_t bulk_copy_streamed_by_this_thread(void);
 
 #endif

@@ -2,8 +2,9 @@
  * test_bulk_copy.c - bulk_copy copies exactly the bytes memcpy would, for every
  * size around the streaming threshold and every alignment of source and
  * destination, in each kind this CPU can run (memcpy, SSE2 and AVX2 streaming
- * stores), touching no byte outside the destination; large copies stream
- * wherever the CPU can.
+ * stores), touching no byte outside the destination; copies of
+ * BULK_COPY_STREAM_MIN bytes or more, and only those, stream wherever the CPU
+ * can.
  */
 #include "common/bulk_copy.h"
 #include "testlib.h"
@@ -35,7 +36,12 @@ static void check_copy(const uint8_t *src, uint8_t *dst, size_t so, size_t do_, 
 {
     size_t span = n + 2 * GUARD;
     memset(dst + do_, 0xa5, span);
+    uint64_t streamed = bulk_copy_streamed_by_this_thread();
     bulk_copy(dst + do_ + GUARD, src + so, n);
+    bool want_stream = k != BULK_COPY_MEMCPY && n >= BULK_COPY_STREAM_MIN;
+    CHECK((bulk_copy_streamed_by_this_thread() - streamed == 1) == want_stream,
+          "%s: a copy of %zu bytes %s streaming stores", kind_name(k), n,
+          want_stream ? "did not use" : "used");
     CHECK(memcmp(dst + do_ + GUARD, src + so, n) == 0,
           "%s: %zu bytes (source offset %zu, destination offset %zu) differ from the source",
           kind_name(k), n, so, do_ + GUARD);
