@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "common/log.h"
 
@@ -31,4 +32,11 @@ uint64_t owner_test_delay_ms(owner_test_delay *d)
     if (n)
         FX_LOG(WARN, "test-only (%s): %s by %llu ms", d->env, d->what, n);
     return d->ms;
+}
+
+void owner_test_delay_sleep(uint64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
 }

@@ -23,5 +23,7 @@ typedef struct owner_test_delay {
 
 /* The delay in ms (0: none); the first call reads and checks the variable. */
 uint64_t owner_test_delay_ms(owner_test_delay *d);
+/* Sleeps ms milliseconds on the calling thread (a worker's, never the loop's). */
+void owner_test_delay_sleep(uint64_t ms);
 
 #endif

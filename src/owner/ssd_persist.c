@@ -53,7 +53,7 @@ typedef struct ssd_persist {
 } ssd_persist;
 
 static owner_test_delay commit_delay = {.env = "FLUXON_TEST_PERSIST_DELAY_MS",
-                                   .what = "every SsdReplicaCommit is delayed"};
+                                         .what = "every SsdReplicaCommit is delayed"};
 
 static void persist_free(ssd_persist *p)
 {

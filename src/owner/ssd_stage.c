@@ -36,10 +36,8 @@
  */
 #include "owner/ssd_tier.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/log.h"
 #include "common/memdup.h"
@@ -85,18 +83,14 @@ static void wake_loop(void *arg)
     uv_async_send(arg);
 }
 
-static owner_test_delay producer_delay = {.env = "FLUXON_TEST_STAGE_DELAY_MS",
-                                    .what = "every SsdStageRead producer waits on its worker"};
+static owner_test_delay producer_delay = {
+    .env = "FLUXON_TEST_STAGE_DELAY_MS", .what = "every SsdStageRead producer waits on its worker"};
 
 static void produce(uv_work_t *w)
 {
     ssd_stage *s = w->data;
-    if (s->delay_ms) {
-        struct timespec ts = {.tv_sec = (time_t)(s->delay_ms / 1000),
-                              .tv_nsec = (long)(s->delay_ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-        }
-    }
+    if (s->delay_ms)
+        owner_test_delay_sleep(s->delay_ms);
     if (atomic_load(&s->o->ssd->closing))
         return; /* produce_after sees that the load never ran and fails the stage */
     s->load_ran = true;

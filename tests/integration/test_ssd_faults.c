@@ -170,6 +170,17 @@ static void set_delay_env(const char *name, int ms)
     setenv(name, v, 1);
 }
 
+/* A client on each of the two owners of tc, and an observer member that
+ * reads routes. */
+static void connect_two(test_cluster *tc, fx_client **c0, fx_client **c1, raw_member *obs)
+{
+    int err = 0;
+    *c0 = fx_connect(tc->sockets[0], &err);
+    *c1 = fx_connect(tc->sockets[1], &err);
+    REQUIRE(*c0 && *c1, "connect");
+    REQUIRE(raw_member_register(obs, tc->master_addr, "test", "observer", 1) == 0, "observer");
+}
+
 /* ---- 1. overwrite while v1's persist is in flight ----------------------- */
 
 static void overwrite_during_persist(void)
@@ -456,12 +467,9 @@ static void corrupted_shards(void)
     test_cluster tc;
     int failed_before = test_checks_failed;
     REQUIRE(cluster_start_ssd(&tc, 2, 32 * MIB, 128 * MIB, master_args) == 0, "cluster start");
-    int err = 0;
-    fx_client *c0 = fx_connect(tc.sockets[0], &err);
-    fx_client *c1 = fx_connect(tc.sockets[1], &err);
-    REQUIRE(c0 && c1, "connect");
+    fx_client *c0, *c1;
     raw_member obs;
-    REQUIRE(raw_member_register(&obs, tc.master_addr, "test", "observer", 1) == 0, "observer");
+    connect_two(&tc, &c0, &c1, &obs);
     /* Both probes land on owner0 (placement local) and leave its DRAM: their
      * only copies are on owner0's SSD. */
     const char *local = "corrupt-local", *remote = "corrupt-remote";
@@ -700,12 +708,9 @@ static void stages_beyond_the_limit(void)
     int rc = cluster_start_ssd(&tc, 2, 64 * MIB, 512 * MIB, master_args);
     unsetenv("FLUXON_TEST_STAGE_DELAY_MS");
     REQUIRE(rc == 0, "cluster start");
-    int err = 0;
-    fx_client *c0 = fx_connect(tc.sockets[0], &err);
-    fx_client *c1 = fx_connect(tc.sockets[1], &err);
-    REQUIRE(c0 && c1, "connect");
+    fx_client *c0, *c1;
     raw_member obs;
-    REQUIRE(raw_member_register(&obs, tc.master_addr, "test", "observer", 1) == 0, "observer");
+    connect_two(&tc, &c0, &c1, &obs);
 
     /* Round 1: 8 remote refills at once, 4 producers at a time. */
     stage_get g[STAGE_GETS];

@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -50,16 +49,11 @@ static char g_base[256]; /* the temporary directory */
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+static void cleanup(void *arg)
 {
-    (void)st, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static void cleanup(void)
-{
+    (void)arg;
     if (g_base[0])
-        nftw(g_base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        test_remove_dir(g_base);
 }
 
 static void sleep_ms(unsigned ms)
@@ -1290,7 +1284,7 @@ int main(void)
         perror("mkdtemp /var/tmp");
         return 1;
     }
-    atexit(cleanup);
+    test_at_exit(cleanup, NULL);
     char probe[PATH_MAX];
     base_path(probe, "probe");
     int fd = open(probe, O_RDWR | O_CREAT | O_DIRECT, 0644);

@@ -608,23 +608,17 @@ uring_req *uring_reader_wait(uring_reader *r)
     if (r->inflight == 0)
         return NULL;
     for (;;) {
-        /* Queued SQEs go out with the wait (io_uring_wait_cqe alone would not
-         * submit them). When the kernel refuses them (-EAGAIN / -EBUSY /
-         * -ENOMEM) and no CQE is ready, back off briefly and try again, as
+        /* No completion ready: submit what is queued (io_uring_wait_cqe alone
+         * would not) and wait for one. When the kernel refuses the SQEs
+         * (-EAGAIN / -EBUSY / -ENOMEM), back off briefly and try again, as
          * the engine does: an IO still in flight uses the caller's buffer,
          * so there is no giving up. */
-        int rc;
-        if (r->unsubmitted) {
-            rc = io_uring_submit_and_wait(&r->ring, 1);
-            if (rc >= 0)
-                r->unsubmitted -= (unsigned)rc < r->unsubmitted ? (unsigned)rc : r->unsubmitted;
-        } else {
-            struct io_uring_cqe *ready;
-            rc = io_uring_wait_cqe(&r->ring, &ready);
-        }
         struct io_uring_cqe *cqe;
         if (io_uring_peek_cqe(&r->ring, &cqe) != 0) {
-            if (rc < 0 && rc != -EINTR && rc != -ETIME) {
+            int rc = io_uring_submit_and_wait(&r->ring, 1);
+            if (rc >= 0) {
+                r->unsubmitted -= (unsigned)rc < r->unsubmitted ? (unsigned)rc : r->unsubmitted;
+            } else if (rc != -EINTR && rc != -ETIME) {
                 struct timespec ts = {0, 1000000};
                 nanosleep(&ts, NULL);
             }
