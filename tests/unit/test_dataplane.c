@@ -3,7 +3,8 @@
  * the wire codec (byte layout, round trips, what each op may carry), then
  * engines over their own 64 MiB segments on one libuv loop in this process:
  * pulls and pushes of 0, 1, 4095, 1 MiB+3 and 40 MiB at odd offsets checked
- * byte for byte with the bytes around the target unchanged, 16 concurrent
+ * byte for byte with the bytes around the target unchanged, the requests of a
+ * transfer batched into one write, 16 concurrent
  * transfers over at most two connections, transfers started from inside
  * callbacks, ranges we or the peer refuse, a wrong token, a node the member
  * check refuses and a peer without identity, raw TCP clients that send
@@ -379,6 +380,30 @@ static void test_sizes(void)
     pull_ok(SEG - 4095, SEG - 4095, 4095);
     push_ok(SEG - MIB - 3, SEG - MIB - 3, MIB + 3);
     pull_ok(0, 0, 2 * MIB);
+}
+
+/* The requests a transfer has room for leave in one write: a 4 MiB pull is
+ * four READs in one packet, a 3 MiB + 1 push three WRITEs of header and
+ * payload in one writev (the bytes still arrive right, checked above). */
+static void test_batched_requests(void)
+{
+    dp_stats before, after;
+    dp_engine_stats(A.e, &before);
+    pull_ok(123, 4567, 4 * MIB);
+    dp_engine_stats(A.e, &after);
+    CHECK(after.requests_sent - before.requests_sent == 4 &&
+              after.request_writes - before.request_writes == 1,
+          "a 4 MiB pull sent 4 READs in 1 write (%llu in %llu)",
+          (unsigned long long)(after.requests_sent - before.requests_sent),
+          (unsigned long long)(after.request_writes - before.request_writes));
+    before = after;
+    push_ok(99, 7 * MIB + 1, 3 * MIB + 1);
+    dp_engine_stats(A.e, &after);
+    CHECK(after.requests_sent - before.requests_sent == 4 &&
+              after.request_writes - before.request_writes == 1,
+          "a 3 MiB + 1 push sent 4 WRITEs in 1 write (%llu in %llu)",
+          (unsigned long long)(after.requests_sent - before.requests_sent),
+          (unsigned long long)(after.request_writes - before.request_writes));
 }
 
 static void test_zero_length_untouched(void)
@@ -921,6 +946,7 @@ int main(void)
           "a second engine on a port in use is refused (%d)", berr);
 
     test_sizes();
+    test_batched_requests();
     test_zero_length_untouched();
     test_concurrent();
     test_chained();

@@ -63,6 +63,8 @@ typedef struct dp_stats {
     uint64_t refused;           /* inbound hellos and requests refused */
     uint64_t bytes_served;      /* payload sent for READs + received by WRITEs */
     uint64_t transfers_ok, transfers_failed;
+    uint64_t requests_sent;     /* READs and WRITEs we sent */
+    uint64_t request_writes;    /* writes that carried them (several per write when batched) */
 } dp_stats;
 
 /* Listens on "host:port" (IPv4; port 0 = ephemeral) for peers; [seg_base,

@@ -9,7 +9,10 @@
  * cut into DP_CHUNK requests, up to DP_MAX_INFLIGHT in flight, each with a
  * preallocated slot (write request and header) inside the transfer.
  *
- * Zero copy: a WRITE goes out as one uv_write of two buffers, the slot's
+ * Batching: every request a transfer has room for goes out in one uv_write,
+ * so a 4 MiB pull is one 128-byte packet of four READ headers, not four.
+ *
+ * Zero copy: a WRITE goes out as two buffers of that write, the slot's
  * header and our segment range; a READ_DATA's payload is read straight into
  * our target range, because the alloc callback hands out exactly the rest of
  * the header while a header is expected and then a pointer into the target.
@@ -53,7 +56,8 @@ typedef struct dp_chunk {
     uint64_t id;
     uint64_t off; /* within the transfer */
     uint32_t len;
-    bool writing; /* libuv holds req */
+    uint32_t batch; /* when req carries a write: the slots it sends (bit i: chunks[i]) */
+    bool writing; /* libuv holds the write that sends this request */
     bool waiting; /* no reply yet */
     uint8_t hdr[DP_HDR_LEN];
 } dp_chunk;
@@ -329,11 +333,14 @@ static dp_cconn *pick_conn(dp_engine *e, const dp_xfer *x, char *err, size_t err
 
 static void xfer_pump(dp_xfer *x);
 
-static void on_chunk_written(uv_write_t *req, int status)
+static void on_chunks_written(uv_write_t *req, int status)
 {
-    dp_chunk *k = (dp_chunk *)req;
-    dp_xfer *x = k->x;
-    k->writing = false;
+    dp_chunk *lead = (dp_chunk *)req;
+    dp_xfer *x = lead->x;
+    for (int i = 0; i < DP_MAX_INFLIGHT; i++)
+        if (lead->batch & (1u << i))
+            x->chunks[i].writing = false;
+    lead->batch = 0;
     x->writes--;
     if (x->finished) {
         if (x->writes == 0)
@@ -356,9 +363,9 @@ static dp_chunk *free_chunk(dp_xfer *x)
     return NULL;
 }
 
-/* Sends the next request of x in slot k. Returns 0, or a libuv error after
- * which the connection is closed and x finished (maybe freed). */
-static int chunk_issue(dp_xfer *x, dp_cconn *c, dp_chunk *k)
+/* Makes the next request of x in slot k, appends its buffers (the header,
+ * and for a WRITE our segment range) to bufs and queues it on c's FIFO. */
+static void chunk_prepare(dp_xfer *x, dp_cconn *c, dp_chunk *k, uv_buf_t *bufs, unsigned *nbufs)
 {
     uint64_t left = x->len - x->issued;
     k->x = x;
@@ -368,16 +375,10 @@ static int chunk_issue(dp_xfer *x, dp_cconn *c, dp_chunk *k)
     dp_hdr h = {.op = x->pull ? DP_READ : DP_WRITE, .id = k->id,
                 .offset = (x->pull ? x->src : x->tgt) + k->off, .len = k->len};
     dp_hdr_encode(&h, k->hdr);
-    uv_buf_t bufs[2] = {uv_buf_init((char *)k->hdr, DP_HDR_LEN), uv_buf_init(NULL, 0)};
+    bufs[(*nbufs)++] = uv_buf_init((char *)k->hdr, DP_HDR_LEN);
     if (!x->pull) /* the payload goes from our segment straight to the socket */
-        bufs[1] = uv_buf_init((char *)x->e->seg_base + x->src + k->off, k->len);
-    int r = uv_write(&k->req, (uv_stream_t *)&c->tcp, bufs, x->pull ? 1 : 2, on_chunk_written);
-    if (r < 0) {
-        cconn_fail(c, FX_ECONN, "cannot write to %s: %s", c->name, uv_strerror(r));
-        return r;
-    }
+        bufs[(*nbufs)++] = uv_buf_init((char *)x->e->seg_base + x->src + k->off, k->len);
     x->issued += k->len;
-    x->writes++;
     k->writing = true;
     k->waiting = true;
     k->fnext = NULL;
@@ -386,20 +387,36 @@ static int chunk_issue(dp_xfer *x, dp_cconn *c, dp_chunk *k)
     else
         c->fifo_head = k;
     c->fifo_tail = k;
-    return 0;
 }
 
-/* Issues requests while x has bytes left and a free slot. */
+/* Issues every request x has room for (bytes left, a free slot) in one
+ * uv_write, so N READ headers cost the peer one wake-up and us one syscall.
+ * A failed write closes the connection and finishes x (maybe freeing it). */
 static void xfer_pump(dp_xfer *x)
 {
     dp_cconn *c = x->c;
     if (x->finished || !c || c->closing || c->state != C_READY)
         return;
-    while (x->issued < x->len) {
-        dp_chunk *k = free_chunk(x);
-        if (!k || chunk_issue(x, c, k) < 0)
-            return;
+    uv_buf_t bufs[2 * DP_MAX_INFLIGHT];
+    unsigned nbufs = 0;
+    dp_chunk *lead = NULL;
+    dp_chunk *k;
+    while (x->issued < x->len && (k = free_chunk(x))) {
+        chunk_prepare(x, c, k, bufs, &nbufs);
+        if (!lead)
+            lead = k;
+        lead->batch |= 1u << (k - x->chunks);
+        x->e->stats.requests_sent++;
     }
+    if (!lead)
+        return;
+    int r = uv_write(&lead->req, (uv_stream_t *)&c->tcp, bufs, nbufs, on_chunks_written);
+    if (r < 0) {
+        cconn_fail(c, FX_ECONN, "cannot write to %s: %s", c->name, uv_strerror(r));
+        return;
+    }
+    x->writes++;
+    x->e->stats.request_writes++;
 }
 
 /* ---- replies coming in ---------------------------------------------------------------- */
