@@ -76,10 +76,12 @@ int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, siz
  * fx_holder_release(). FX_ENOTFOUND on a miss; *out is untouched on failure. */
 int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out);
 
-/* The holder's bytes (read-only, valid until release) and their length. */
+/* The holder's bytes (read-only, valid until release) and their length
+ * (NULL and 0 for a NULL holder). */
 const void *fx_holder_data(const fx_holder *h);
 size_t fx_holder_len(const fx_holder *h);
-/* FX_SRC_MEMORY or FX_SRC_SSD: where the cluster found the value. */
+/* FX_SRC_MEMORY or FX_SRC_SSD: where the cluster found the value (FX_EINVAL
+ * for a NULL holder). */
 int fx_holder_source(const fx_holder *h);
 /* Releases the holder (NULL is a no-op). The bytes may be reused afterwards. */
 void fx_holder_release(fx_holder *h);

@@ -129,45 +129,6 @@ int fio_read_small(const char *path, char *buf, size_t cap, size_t *len)
     return 0;
 }
 
-/* mkdir that accepts an existing directory (and only a directory). */
-static int mkdir_one(const char *path, mode_t mode)
-{
-    if (mkdir(path, mode) == 0)
-        return 0;
-    int e = errno;
-    struct stat st;
-    if (e == EEXIST) {
-        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-            return 0;
-        return -ENOTDIR;
-    }
-    return -e;
-}
-
-int fio_mkdir_p(const char *path, mode_t leaf_mode)
-{
-    char buf[PATH_MAX];
-    size_t n = strlen(path);
-    if (n == 0)
-        return -EINVAL;
-    if (n >= sizeof buf)
-        return -ENAMETOOLONG;
-    memcpy(buf, path, n + 1);
-    while (n > 1 && buf[n - 1] == '/')
-        buf[--n] = '\0';
-
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = mkdir_one(buf, 0777);
-        *p = '/';
-        if (rc != 0)
-            return rc;
-    }
-    return mkdir_one(buf, leaf_mode);
-}
-
 void fio_print_tail(FILE *out, const char *path, int lines)
 {
     enum { TAIL_BYTES = 16 * 1024 };

@@ -1,6 +1,6 @@
 /*
  * fileio.h - the file chores of the `fluxon` command: read a whole stream,
- * write all of a buffer, replace a small file atomically, mkdir -p, and show
+ * write all of a buffer, replace a small file atomically, and show
  * the end of a log file. All return 0 or -errno; errno itself is not relied on.
  */
 #ifndef FX_CLI_FILEIO_H
@@ -23,10 +23,6 @@ int fio_write_atomic(const char *path, const void *buf, size_t len, mode_t mode)
 
 /* Reads at most cap-1 bytes of path into buf and NUL-terminates it. */
 int fio_read_small(const char *path, char *buf, size_t cap, size_t *len);
-
-/* Creates path and its missing parents (parents 0777, the last one leaf_mode,
- * both less the umask). An existing directory is fine. */
-int fio_mkdir_p(const char *path, mode_t leaf_mode);
 
 /* Prints the last `lines` lines of path to out, under a header naming it;
  * says so when the file cannot be read or is empty. */

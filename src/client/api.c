@@ -18,6 +18,8 @@ int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
     int r = client_check_key(key, klen);
     if (r)
         return r;
+    if (!c || !out)
+        return client_fail(FX_EINVAL, "%s is NULL", c ? "out" : "client");
     fx_holder *h = holder_index_get(c, key, klen);
     if (h) {
         *out = h;
@@ -80,6 +82,8 @@ int fx_delete(fx_client *c, const char *key, size_t klen)
     int r = client_check_key(key, klen);
     if (r)
         return r;
+    if (!c)
+        return client_fail(FX_EINVAL, "client is NULL");
     Fx__ExternalDeleteReq req = FX__EXTERNAL_DELETE_REQ__INIT;
     req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     ProtobufCMessage *m;
@@ -92,6 +96,8 @@ int fx_delete(fx_client *c, const char *key, size_t klen)
 int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
 {
     client_clear_error();
+    if (!c || !n || (!out && cap))
+        return client_fail(FX_EINVAL, "%s is NULL", !c ? "client" : !n ? "n" : "out");
     Fx__StatReq req = FX__STAT_REQ__INIT;
     ProtobufCMessage *m;
     int r = client_request(c, MSG_EXT_STAT, &req.base, &m);
@@ -129,6 +135,8 @@ int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
 int fx_ping(fx_client *c)
 {
     client_clear_error();
+    if (!c)
+        return client_fail(FX_EINVAL, "client is NULL");
     Fx__ExternalPingReq req = FX__EXTERNAL_PING_REQ__INIT;
     ProtobufCMessage *m;
     int r = client_request(c, MSG_EXT_PING, &req.base, &m);

@@ -258,9 +258,15 @@ int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHello
     if (seg_fd) {
         /* The segment fd arrives with the first byte of the response. */
         r = fdpass_recv(fd, hdr, sizeof hdr, &passed, c->timeout_ms);
+        if (r == -ETIMEDOUT) {
+            close(fd);
+            return client_fail(FX_ETIMEDOUT, "ExternalHello: no response from %s within %d ms",
+                               c->path, c->timeout_ms);
+        }
         if (r < 0) {
             close(fd);
-            return client_fail(FX_ECONN, "ExternalHello: no response from %s", c->path);
+            return client_fail(FX_ECONN, "ExternalHello: no response from %s: %s", c->path,
+                               strerror(-r));
         }
         frame_hdr_decode(hdr, &h);
         if (frame_hdr_check(&h, FRAME_MAX_BODY) < 0) {

@@ -92,17 +92,17 @@ void holder_index_invalidate(fx_client *c, const void *key, size_t klen)
 
 const void *fx_holder_data(const fx_holder *h)
 {
-    return h->data;
+    return h ? h->data : NULL;
 }
 
 size_t fx_holder_len(const fx_holder *h)
 {
-    return h->len;
+    return h ? h->len : 0;
 }
 
 int fx_holder_source(const fx_holder *h)
 {
-    return h->source;
+    return h ? h->source : FX_EINVAL;
 }
 
 static void holder_destroy(fx_holder *h)

@@ -97,8 +97,9 @@ void http_publish(master *m)
                 (unsigned long long)range_alloc_capacity(mb->space->ra));
         fprintf(f, "kvcache_segment_used_bytes{owner=\"%s\"} %llu\n", n,
                 (unsigned long long)range_alloc_used(mb->space->ra));
-        fprintf(f, "kv_ssd_capacity_bytes{owner=\"%s\"} 0\n", n);
-        fprintf(f, "kv_ssd_used_bytes{owner=\"%s\"} 0\n", n);
+        fprintf(f, "kv_ssd_capacity_bytes{owner=\"%s\"} %llu\n", n,
+                (unsigned long long)mb->ssd_capacity);
+        fprintf(f, "kv_ssd_used_bytes{owner=\"%s\"} %llu\n", n, (unsigned long long)mb->ssd_used);
         fprintf(f, "fluxon_hits_total{owner=\"%s\",source=\"memory\"} %llu\n", n,
                 (unsigned long long)mb->hits_memory);
         fprintf(f, "fluxon_hits_total{owner=\"%s\",source=\"ssd\"} %llu\n", n,

@@ -29,7 +29,9 @@ static void usage(FILE *f)
                "                     [--inflight-ttl DURATION] [--heartbeat-interval DURATION]\n"
                "                     [--heartbeat-timeout DURATION]\n"
                "                     [--placement random|local|remote] [--cache-budget PCT]\n"
-               "                     [--log-level error|warn|info|debug]\n");
+               "                     [--log-level error|warn|info|debug]\n"
+               "defaults: --listen 127.0.0.1:7700, --cluster-name fluxon (it must match the\n"
+               "owners' cluster_name), --heartbeat-interval 1s, --inflight-ttl 60s\n");
 }
 
 static uv_signal_t sig_term, sig_int;

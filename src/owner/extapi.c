@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/mkdir_p.h"
 #include "fluxon/fluxon.h"
 #include "net/fdpass.h"
 
@@ -371,7 +372,12 @@ static void on_ext_accept(net_conn *c, void *ud)
 int owner_ext_listen(owner *o)
 {
     the_owner = o;
-    int err = 0;
+    int err = mkdir_p_parent(o->cfg.client_socket, 0755);
+    if (err < 0) {
+        FX_LOG(ERROR, "fluxonkv_spec.client_socket: cannot create the directory of %s: %s",
+               o->cfg.client_socket, strerror(-err));
+        return err;
+    }
     o->ext_listener = net_listen(o->loop, o->cfg.client_socket, true, &ext_ops, on_ext_accept, o, &err);
     if (!o->ext_listener) {
         FX_LOG(ERROR, "fluxonkv_spec.client_socket: cannot listen on %s: %s", o->cfg.client_socket,

@@ -13,6 +13,7 @@
  * (large_file_paths + large_limit_size) that cannot be opened. The SSD tier
  * opens before the segment and closes after the loop has drained.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -155,12 +156,13 @@ int main(int argc, char **argv)
         snprintf(default_name, sizeof default_name, "owner-%d", (int)getpid());
         o.cfg.node_name = strdup(default_name);
     }
-    int r = segment_create(&o.seg, o.cfg.memory_size, o.cfg.prefault, o.cfg.use_hugepages);
+    char why[256];
+    int r = segment_create(&o.seg, o.cfg.memory_size, o.cfg.prefault, o.cfg.use_hugepages, why,
+                           sizeof why);
     if (r < 0) {
-        fprintf(stderr, "fluxon-owner: fluxonkv_spec.memory_size: cannot create a %llu-byte "
-                        "segment: %s\n",
-                (unsigned long long)o.cfg.memory_size, strerror(-r));
-        rc = 1;
+        fprintf(stderr, "fluxon-owner: fluxonkv_spec.memory_size: cannot create the segment: %s\n",
+                why);
+        rc = r == -ENOMEM ? 2 : 1; /* too large for this machine: a bad value */
         goto out;
     }
     o.loop = uv_default_loop();

@@ -6,11 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mem_avail.h"
+#include "common/size.h"
 
 typedef struct touch_job {
     volatile uint8_t *base;
@@ -71,12 +74,44 @@ static int make_memfd(uint64_t size, bool huge, bool reserve, int *out)
     return 0;
 }
 
-int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge)
+/* What a 4 KiB-page segment must leave to the rest of the machine. */
+static uint64_t headroom(uint64_t avail)
+{
+    uint64_t h = avail / 32;
+    return h > SEGMENT_MIN_HEADROOM ? h : SEGMENT_MIN_HEADROOM;
+}
+
+/* -ENOMEM with the reason in err when size bytes of ordinary memory would not
+ * leave the machine its headroom; 0 when they fit or the figure is unknown. */
+static int check_fits(uint64_t size, char *err, size_t errlen)
+{
+    uint64_t avail;
+    if (mem_available(&avail) < 0)
+        return 0;
+    uint64_t keep = headroom(avail);
+    if (avail > keep && size <= avail - keep)
+        return 0;
+    char want[32], have[32], left[32];
+    size_format(size, want, sizeof want);
+    size_format(avail, have, sizeof have);
+    size_format(keep, left, sizeof left);
+    snprintf(err, errlen,
+             "%s is more than this machine can give: %s of memory is available "
+             "(MemAvailable, or the cgroup's limit) and %s must stay free",
+             want, have, left);
+    return -ENOMEM;
+}
+
+int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge, char *err,
+                   size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->fd = -1;
-    if (size == 0 || size > (uint64_t)SIZE_MAX / 2)
+    snprintf(err, errlen, "%s", "");
+    if (size == 0 || size > (uint64_t)SIZE_MAX / 2) {
+        snprintf(err, errlen, "a size of %llu bytes is out of range", (unsigned long long)size);
         return -EINVAL;
+    }
     int fd = -1, r = -1;
     uint64_t huge_size = size & ~(HUGE_PAGE - 1);
     if (try_huge && huge_size) {
@@ -92,16 +127,20 @@ int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge)
         }
     }
     if (fd < 0) {
-        r = make_memfd(size, false, prefault, &fd);
+        r = check_fits(size, err, errlen);
+        if (r == 0)
+            r = make_memfd(size, false, prefault, &fd);
         if (r < 0) {
-            FX_LOG(ERROR, "cannot reserve %llu bytes of shared memory: %s",
-                   (unsigned long long)size, strerror(-r));
+            if (!err[0])
+                snprintf(err, errlen, "cannot reserve %llu bytes of shared memory: %s",
+                         (unsigned long long)size, strerror(-r));
             return r;
         }
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
         r = -errno;
+        snprintf(err, errlen, "cannot map the segment: %s", strerror(-r));
         close(fd);
         return r;
     }

@@ -2,7 +2,8 @@
  * segment.h - the owner's memory segment: a memfd shared with local externals.
  *
  * The segment is created at startup with memory_size bytes, its pages reserved
- * with fallocate (a too-large size fails here, not with SIGBUS later) and
+ * with fallocate (a too-large size fails here, not with SIGBUS later; one
+ * larger than the machine's available memory is refused before that) and
  * pre-faulted, because first touch of memory is ~40x slower than a copy into
  * touched memory on these machines (DESIGN §9). Externals receive the fd over
  * the Unix socket and map it; every offset they are given is inside [0, size).
@@ -18,6 +19,7 @@
 #define FX_OWNER_SEGMENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct segment {
@@ -27,10 +29,18 @@ typedef struct segment {
     bool huge; /* backed by 2 MiB hugetlb pages */
 } segment;
 
+/* The least memory a 4 KiB-page segment leaves free (also 1/32 of what is
+ * available, whichever is more). */
+#define SEGMENT_MIN_HEADROOM (64ull << 20)
+
 /* Creates and maps the segment. With try_huge, 2 MiB hugetlb pages are used
  * when enough are reserved (the size is then rounded down to 2 MiB), else 4 KiB
- * pages. Returns 0 or a negative errno. */
-int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge);
+ * pages, and only when size leaves the machine SEGMENT_MIN_HEADROOM of its
+ * available memory (mem_avail.h): a larger one is -ENOMEM at once, where
+ * reserving it would wake the OOM killer. Returns 0, or a negative errno with
+ * the reason in err (a sentence without the key's name). */
+int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge, char *err,
+                   size_t errlen);
 void segment_destroy(segment *s);
 /* True when [off, off+len) lies inside the segment (overflow-safe). */
 bool segment_contains(const segment *s, uint64_t off, uint64_t len);

@@ -61,6 +61,28 @@ static void open_error(char *err, size_t errlen, int rc, const char *why)
         snprintf(err, errlen, "fluxonkv_spec.large_limit_size: cannot open the SSD tier: %s", why);
 }
 
+/* Paths on the file system of an earlier path share its tier (spec 000: one
+ * tier per device, the first path's limit): say so, since their own limit is
+ * not used. */
+static void warn_merged_paths(owner *o)
+{
+    const owner_config *c = &o->cfg;
+    ssd_stats st;
+    ssd_get_stats(o->ssd->store, &st);
+    size_t shown = st.n_devices < SSD_MAX_DEVICE_STATS ? st.n_devices : SSD_MAX_DEVICE_STATS;
+    for (size_t i = 0; i < c->n_large_file_paths; i++) {
+        bool kept = false;
+        for (size_t d = 0; d < shown && !kept; d++)
+            kept = st.devices[d].cfg_index == i;
+        if (!kept && shown == st.n_devices)
+            FX_LOG(WARN,
+                   "fluxonkv_spec.large_file_paths[%zu] %s is on the same file system as an "
+                   "earlier path: one SSD tier per device, so its large_limit_size[%zu] "
+                   "(%llu bytes) is not used",
+                   i, c->large_file_paths[i], i, (unsigned long long)c->large_limit_size[i]);
+    }
+}
+
 int ssd_tier_open(owner *o, char *err, size_t errlen)
 {
     const owner_config *c = &o->cfg;
@@ -97,6 +119,7 @@ int ssd_tier_open(owner *o, char *err, size_t errlen)
     snprintf(threads, sizeof threads, "%u", SSD_TIER_THREADS);
     setenv("UV_THREADPOOL_SIZE", threads, 0);
     o->ssd = t;
+    warn_merged_paths(o);
     uint64_t cap, used;
     ssd_tier_usage(o, &cap, &used);
     FX_LOG(INFO, "SSD tier: %zu path(s), %llu bytes", c->n_large_file_paths,

@@ -151,7 +151,7 @@ static PyObject *client_get(fxpy_client *self, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS
     /* The holder is wrapped (and counted) before leave, so a concurrent
      * close() cannot run fx_close under it. */
-    PyObject *ret = rc ? fxpy_raise(rc) : fxpy_holder_new(self, h);
+    PyObject *ret = rc ? fxpy_raise_for_key(rc, &k) : fxpy_holder_new(self, h);
     fxpy_client_leave(self);
     return ret;
 }
@@ -172,7 +172,7 @@ static PyObject *client_get_into(fxpy_client *self, PyObject *args, PyObject *kw
         Py_BEGIN_ALLOW_THREADS
         rc = fx_get_into(fx, k.ptr, (size_t)k.len, b.buf, (size_t)b.len, &n);
         Py_END_ALLOW_THREADS
-        ret = rc ? fxpy_raise(rc) : PyLong_FromSize_t(n);
+        ret = rc ? fxpy_raise_for_key(rc, &k) : PyLong_FromSize_t(n);
         fxpy_client_leave(self);
     }
     PyBuffer_Release(&b);
@@ -192,7 +192,7 @@ static PyObject *client_delete(fxpy_client *self, PyObject *args, PyObject *kw)
     Py_BEGIN_ALLOW_THREADS
     rc = fx_delete(fx, k.ptr, (size_t)k.len);
     Py_END_ALLOW_THREADS
-    PyObject *ret = rc ? fxpy_raise(rc) : Py_NewRef(Py_None);
+    PyObject *ret = rc ? fxpy_raise_for_key(rc, &k) : Py_NewRef(Py_None);
     fxpy_client_leave(self);
     return ret;
 }
@@ -229,7 +229,7 @@ static PyObject *client_get_size(fxpy_client *self, PyObject *args, PyObject *kw
     Py_BEGIN_ALLOW_THREADS
     rc = fx_get_size(fx, k.ptr, (size_t)k.len, &size);
     Py_END_ALLOW_THREADS
-    PyObject *ret = rc ? fxpy_raise(rc) : PyLong_FromUnsignedLongLong(size);
+    PyObject *ret = rc ? fxpy_raise_for_key(rc, &k) : PyLong_FromUnsignedLongLong(size);
     fxpy_client_leave(self);
     return ret;
 }

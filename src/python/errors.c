@@ -131,3 +131,15 @@ PyObject *fxpy_raise(int err)
 {
     return fxpy_raise_instance(fxpy_error_new(err, fx_last_error_detail()));
 }
+
+PyObject *fxpy_raise_for_key(int err, const fxpy_key *k)
+{
+    if (err != FX_ENOTFOUND)
+        return fxpy_raise(err);
+    PyObject *key = PyBytes_FromStringAndSize(k->ptr, k->len);
+    if (!key)
+        return NULL;
+    PyObject *exc = fxpy_error_for_key(err, key);
+    Py_DECREF(key);
+    return fxpy_raise_instance(exc);
+}

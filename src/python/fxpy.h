@@ -98,6 +98,9 @@ int fxpy_errors_init(PyObject *m);
 PyObject *fxpy_error_new(int err, const char *detail);
 /* The same, for one key of a batch: "<Name>: key <repr(key)>". */
 PyObject *fxpy_error_for_key(int err, PyObject *key);
+/* Raises err for a call on key k: KeyNotFound names the key (as bytes), every
+ * other error is fxpy_raise(err). Returns NULL. */
+PyObject *fxpy_raise_for_key(int err, const fxpy_key *k);
 /* Raises the exception for err with the calling thread's
  * fx_last_error_detail(); call it right after the failed C call, on the same
  * thread, before any other fx_ call. Always returns NULL. */

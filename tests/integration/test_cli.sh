@@ -22,7 +22,8 @@ cleanup() {
   "$bin/fluxon" down --dir "$dir/failing" >/dev/null 2>&1
   "$bin/fluxon" down --dir "$dir/ssd" >/dev/null 2>&1
   "$bin/fluxon" down --dir "$dir/ssd1" >/dev/null 2>&1
-  rm -rf "$dir"
+  for p in ${direct_pids:-}; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  [ -n "${FX_TEST_KEEP:-}" ] || rm -rf "$dir"
 }
 trap cleanup EXIT
 # A process counts as running unless it is gone or a zombie (in some sandboxes
@@ -105,6 +106,17 @@ bogus_key: 1
 fluxonkv_spec:
   memory_size: 1MB
   client_socket: $dir/x.sock"
+# A segment larger than the machine's memory is refused before any of it is
+# reserved (reserving it would wake the OOM killer). The file size limit makes a
+# regression fail here (EFBIG; SIGXFSZ ignored) instead of filling the memory.
+printf '%s\n' "$base
+fluxonkv_spec:
+  memory_size: 16TB
+  client_socket: $dir/x.sock" > "$dir/big.yaml"
+out=$(ulimit -f 1048576; trap '' XFSZ; "$bin/fluxon-owner" --config "$dir/big.yaml" 2>&1); rc=$?
+check "memory_size over the machine: exit 2 (got $rc)" test $rc -eq 2
+check "memory_size over the machine: says so ($out)" \
+  grep -q "memory_size: .*16.00 TiB is more than this machine can give" <<<"$out"
 out=$("$bin/fluxon-master" --listen nonsense 2>&1); rc=$?
 check "master bad --listen exits 2" test $rc -eq 2
 check "master bad --listen names the key" grep -q listen <<<"$out"
@@ -251,6 +263,61 @@ check "--ssd error names the flag ($out)" grep -q -- "--ssd" <<<"$out"
 
 out=$("$bin/fluxon" up --dir "$mdir" --owners 0 2>&1); rc=$?
 check "--owners 0 is a usage error (got $rc)" test $rc -eq 2
+
+# ---- the servers run directly, as the README shows --------------------------------
+# A master with --cluster-name demo and --http, an owner from the README's YAML
+# (plus an SSD tier); /metrics reports the owner's memory and SSD figures.
+ddir="$dir/direct"
+mkdir -p "$ddir"
+http_get() { # http_get PORT PATH: the body of a plain HTTP/1.0 GET
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf 'GET %s HTTP/1.0\r\n\r\n' "$2" >&3
+  sed '1,/^\r\{0,1\}$/d' <&3
+  exec 3<&-
+}
+mstarted=0
+for _ in 1 2 3 4 5; do # an HTTP port picked at random may be taken
+  hport=$((20000 + RANDOM % 30000))
+  rm -f "$ddir/master.port"
+  "$bin/fluxon-master" --listen 127.0.0.1:0 --port-file "$ddir/master.port" --cluster-name demo \
+    --http "127.0.0.1:$hport" --heartbeat-interval 100ms 2>"$ddir/master.log" &
+  dmpid=$!
+  direct_pids="$dmpid"
+  for _ in $(seq 100); do [ -s "$ddir/master.port" ] && break; running "$dmpid" || break; sleep 0.05; done
+  if [ -s "$ddir/master.port" ]; then mstarted=1; break; fi
+  wait "$dmpid" 2>/dev/null
+done
+check "master --cluster-name demo --http starts" test $mstarted -eq 1
+mport=$(cat "$ddir/master.port" 2>/dev/null)
+case "$mport" in *:*) maddr=$mport ;; *) maddr="127.0.0.1:$mport" ;; esac
+printf '%s\n' "cluster_name: demo" "master: $maddr" "fluxonkv_spec:" "  memory_size: 64MB" \
+  "  client_socket: ./var/owner0.sock" "  large_file_paths: [$ddir/ssd]" \
+  '  large_limit_size: ["32MB"]' "data_listen: 127.0.0.1:0" > "$ddir/owner.yaml"
+(cd "$ddir" && exec "$bin/fluxon-owner" --config owner.yaml 2>owner.log) &
+dopid=$!
+direct_pids="$dmpid $dopid"
+for _ in $(seq 200); do [ -S "$ddir/var/owner0.sock" ] && break; running "$dopid" || break; sleep 0.05; done
+check "the README's owner YAML starts and creates ./var/owner0.sock" test -S "$ddir/var/owner0.sock"
+printf 'direct\n' | "$bin/fluxon" put --socket "$ddir/var/owner0.sock" dk -
+check "put / get through the directly started owner" \
+  test "$("$bin/fluxon" get --socket "$ddir/var/owner0.sock" dk)" = "direct"
+metrics=""
+for _ in $(seq 60); do # the figures arrive with a heartbeat
+  metrics=$(http_get "$hport" /metrics 2>/dev/null)
+  grep -q '^kv_ssd_capacity_bytes{owner=".*"} 33554432$' <<<"$metrics" && break
+  sleep 0.1
+done
+check "/metrics reports the SSD capacity ($(grep kv_ssd_capacity <<<"$metrics"))" \
+  grep -q '^kv_ssd_capacity_bytes{owner=".*"} 33554432$' <<<"$metrics"
+check "/metrics reports the segment" \
+  grep -q '^kvcache_segment_capacity_bytes{owner=".*"} 67108864$' <<<"$metrics"
+kill -TERM "$dopid"; wait "$dopid"; rc=$?
+check "the owner exits 0 on SIGTERM (got $rc)" test $rc -eq 0
+check "and removes its SSD shard files" \
+  bash -c "! ls '$ddir'/ssd/demo_cluster_kv_ssd_storage/*/shard-* >/dev/null 2>&1"
+kill -TERM "$dmpid"; wait "$dmpid"; rc=$?
+check "the master exits 0 on SIGTERM (got $rc)" test $rc -eq 0
+direct_pids=""
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -12,7 +12,9 @@
  *   large    values over the client's wake-up tail (2 MiB: the owner is
  *            pinged one-way before the last bytes are copied, see
  *            put_copy.c), alone and in a batch where the ping falls inside
- *            a value, are stored intact and the connection stays in step.
+ *            a value, are stored intact and the connection stays in step;
+ *   null     NULL clients, out pointers and holders are FX_EINVAL (or NULL /
+ *            0), never a crash.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -243,6 +245,43 @@ static void test_large(test_cluster *tc)
     fx_close(c);
 }
 
+/* NULL where a client, an out pointer or a holder belongs: FX_EINVAL (or
+ * NULL / 0 from the holder accessors), never a crash, and the connection
+ * stays usable. */
+static void test_null_args(test_cluster *tc)
+{
+    int err = 0;
+    fx_client *c = fx_connect(tc->sockets[0], &err);
+    REQUIRE(c, "connect: %d", err);
+    REQUIRE(fx_put(c, "nul", 3, "abc", 3) == 0, "put");
+    CHECK(fx_get(c, "nul", 3, NULL) == FX_EINVAL, "fx_get with out NULL on a stored key");
+    CHECK(strstr(fx_last_error_detail(), "out is NULL") != NULL, "the detail names out (%s)",
+          fx_last_error_detail());
+    fx_holder *h = (fx_holder *)1;
+    CHECK(fx_get(NULL, "nul", 3, &h) == FX_EINVAL && h == (fx_holder *)1, "fx_get on NULL");
+    CHECK(fx_delete(NULL, "nul", 3) == FX_EINVAL, "fx_delete on NULL");
+    CHECK(fx_put(NULL, "nul", 3, "abc", 3) == FX_EINVAL, "fx_put on NULL");
+    CHECK(fx_ping(NULL) == FX_EINVAL, "fx_ping on NULL");
+    size_t n = 0;
+    fx_owner_stat st[1];
+    CHECK(fx_stat(NULL, st, 1, &n) == FX_EINVAL && fx_stat(c, st, 1, NULL) == FX_EINVAL &&
+              fx_stat(c, NULL, 1, &n) == FX_EINVAL,
+          "fx_stat with a NULL client, n or out");
+    CHECK(fx_stat(c, NULL, 0, &n) == 0 && n == 2, "fx_stat counting only (%zu owners)", n);
+    CHECK(fx_holder_data(NULL) == NULL && fx_holder_len(NULL) == 0 &&
+              fx_holder_source(NULL) == FX_EINVAL,
+          "holder accessors on NULL");
+    fx_holder_release(NULL);
+    h = NULL;
+    CHECK(fx_get(c, "nul", 3, &h) == 0 && h && fx_holder_len(h) == 3 &&
+              memcmp(fx_holder_data(h), "abc", 3) == 0,
+          "the client still works after the refusals");
+    fx_holder_release(h);
+    CHECK(fx_delete(c, "nul", 3) == 0, "delete");
+    fx_close(c);
+    fx_close(NULL);
+}
+
 int main(void)
 {
     test_cluster tc;
@@ -252,6 +291,7 @@ int main(void)
     test_get_into(&tc);
     test_put_begin(&tc);
     test_large(&tc);
+    test_null_args(&tc);
     CHECK(cluster_stop(&tc) == 0, "clean stop");
     return test_finish();
 }

@@ -42,7 +42,8 @@ static void owner_shutdown_with_full_get_cache(void)
 }
 
 /* Client timeouts were never enforced: the sockets were blocking, so a stuck
- * owner hung every call forever. */
+ * owner hung every call forever. And a connect that got no hello back was
+ * reported as ConnectionError, not Timeout. */
 static void client_call_times_out_when_owner_is_stuck(void)
 {
     test_cluster tc;
@@ -63,6 +64,14 @@ static void client_call_times_out_when_owner_is_stuck(void)
     r = fx_get(c, "k", 1, &h);
     CHECK(r == FX_ETIMEDOUT && now_s() - t0 < 3.0, "get of a stopped owner times out: %s",
           fx_strerror(r));
+    /* Connecting to a socket that accepts (the kernel's backlog) but never
+     * answers was reported as a connection error. */
+    t0 = now_s();
+    err = 0;
+    fx_client *late = fx_connect(tc.socket, &err);
+    CHECK(!late && err == FX_ETIMEDOUT && now_s() - t0 < 3.0,
+          "connect to a stopped owner times out: %s (%s)", fx_strerror(err),
+          fx_last_error_detail());
     kill(tc.owner_pid, SIGCONT);
     CHECK(fx_ping(c) == 0, "a fresh connection works once the owner runs again: %s",
           fx_last_error_detail());

@@ -139,12 +139,14 @@ class FluxonTest(unittest.TestCase):
         self.assertIsInstance(cm.exception, fluxon.Error)
         self.assertEqual(cm.exception.code, -1)  # FX_ENOTFOUND
         self.assertIn("KeyNotFound", str(cm.exception))
-        with self.assertRaises(fluxon.KeyNotFound):
-            c.delete(self.key("missing"))
-        with self.assertRaises(fluxon.KeyNotFound):
-            c.get_size(self.key("missing"))
-        with self.assertRaises(fluxon.KeyNotFound):
-            c.get_into(self.key("missing"), bytearray(8))
+        missing = self.key("missing")
+        shown = missing.encode() if isinstance(missing, str) else missing
+        self.assertIn(repr(shown), str(cm.exception))  # the message names the key
+        for call in (lambda: c.delete(missing), lambda: c.get_size(missing),
+                     lambda: c.get_into(missing, bytearray(8))):
+            with self.assertRaises(fluxon.KeyNotFound) as cm:
+                call()
+            self.assertIn(repr(shown), str(cm.exception))
 
     def test_delete(self):
         c = self.client

@@ -398,6 +398,16 @@ static void test_config_errors(void)
     struct stat st;
     CHECK(stat(r, &st) != 0, "a refused config created %s", r);
 
+    /* A limit over the file system's free space is refused before a byte of
+     * it is reserved (no shard file appears). */
+    uint64_t huge[1] = {1ull << 50};
+    ssd_config ch = {.cluster_name = CLUSTER, .instance = "cfg", .paths = paths, .limits = huge,
+                     .n_paths = 1, .n_limits = 1};
+    expect_config_error(ch, "large_limit_size[0]", "a limit of 1 PiB");
+    char shard0[PATH_MAX + 16];
+    snprintf(shard0, sizeof shard0, "%s/shard-000", r);
+    CHECK(stat(shard0, &st) != 0, "a limit the disk cannot hold created %s", shard0);
+
     /* A path that cannot be created is an open error naming the root. */
     char file[PATH_MAX];
     base_path(file, "plainfile");
@@ -987,6 +997,8 @@ static void test_dedup(void)
     for (unsigned i = 0; i < 10; i++)
         CHECK(put(s, i, 2000, NULL) == SSD_OK, "write %u", i);
     ssd_close(s);
+    snprintf(f, sizeof f, "%s/shard-000", ra);
+    CHECK(stat(f, &fs) != 0, "close removed the shard files (%s is left)", f);
 
     /* A small limit gets fewer shards rather than empty ones. */
     store_opts o = {.name = "da", .inst = "few", .limit = 1536, .shards = 4};

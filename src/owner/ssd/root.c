@@ -1,8 +1,10 @@
 /*
- * root.c - cache root derivation, mkdir -p, st_dev de-duplication and the
+ * root.c - cache root derivation and creation, st_dev de-duplication and the
  * exclusive root lock (see root.h).
  */
 #include "owner/ssd/root.h"
+
+#include "common/mkdir_p.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,29 +18,6 @@
 #include <unistd.h>
 
 #define LOCK_NAME "lock"
-
-/* mkdir -p: creates every missing component of path (a writable copy). */
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-            int rc = -errno;
-            *p = saved;
-            return rc;
-        }
-        *p = saved;
-        if (saved == '\0')
-            break;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return -errno;
-    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
 
 /* Creates the root of one path and records its device. */
 static int root_make(const char *base, const char *cluster, const char *instance, ssd_root *r,
@@ -59,7 +38,7 @@ static int root_make(const char *base, const char *cluster, const char *instance
         free(path);
         return -EINVAL;
     }
-    int rc = mkdirs(path);
+    int rc = mkdir_p(path, 0755);
     struct stat st;
     if (rc == 0 && stat(path, &st) != 0)
         rc = -errno;

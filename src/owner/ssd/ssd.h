@@ -13,7 +13,8 @@
  * and locked exclusively (a second store on the same root fails to open).
  * Roots on the same device (st_dev) are de-duplicated, first wins. Each device
  * gets shards_per_device shard files (created, truncated and fully reserved
- * with fallocate at open: a disk that is too small fails here), one ring per
+ * with fallocate at open: a limit over the file system's free space fails
+ * there, before anything is reserved; removed again at close), one ring per
  * shard, and one io_uring engine. Values go to devices round-robin; one value
  * is one contiguous region of one shard.
  *
@@ -170,8 +171,11 @@ typedef struct ssd_eviction {
 /* Moves up to cap evictions into out; returns how many. */
 size_t ssd_pop_evictions(ssd_store *s, ssd_eviction *out, size_t cap);
 
+#define SSD_MAX_DEVICE_STATS 8
+
 typedef struct ssd_device_stats {
     char root[512];
+    size_t cfg_index;        /* the paths[] entry it came from (the first on its device) */
     uint64_t capacity_bytes; /* kv_ssd_capacity_bytes of this device */
     uint64_t used_bytes;     /* kv_ssd_used_bytes: ring space between tail and head */
 } ssd_device_stats;
@@ -186,7 +190,7 @@ typedef struct ssd_stats {
     uint64_t checksum_failures, stale_reads; /* loads that dropped their entry */
     uint64_t evictions, evictions_dropped; /* indexed entries evicted; not queued (full) */
     size_t n_devices;
-    ssd_device_stats devices[8]; /* the first 8 devices */
+    ssd_device_stats devices[SSD_MAX_DEVICE_STATS]; /* the first ones */
 } ssd_stats;
 
 void ssd_get_stats(ssd_store *s, ssd_stats *out);

@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/bulk_hash.h"
@@ -993,6 +995,7 @@ void ssd_get_stats(ssd_store *s, ssd_stats *out)
         out->used_bytes += used;
         if (i < sizeof out->devices / sizeof out->devices[0]) {
             snprintf(out->devices[i].root, sizeof out->devices[i].root, "%s", d->root->path);
+            out->devices[i].cfg_index = d->root->cfg_index;
             out->devices[i].capacity_bytes = cap;
             out->devices[i].used_bytes = used;
         }
@@ -1011,8 +1014,35 @@ void ssd_get_stats(ssd_store *s, ssd_stats *out)
 
 /* ---- open and close ----------------------------------------------------- */
 
+static void shard_path(char *buf, size_t cap, const ssd_root *root, unsigned i)
+{
+    snprintf(buf, cap, "%s/shard-%03u", root->path, i);
+}
+
+/* The bytes the shard files of root may take: the file system's free space
+ * (for unprivileged users) plus what the shard files of an earlier run hold,
+ * since those are truncated first. UINT64_MAX when statvfs fails. */
+static uint64_t disk_room(const ssd_root *root)
+{
+    struct statvfs sv;
+    if (statvfs(root->path, &sv) != 0)
+        return UINT64_MAX;
+    uint64_t room = (uint64_t)sv.f_bavail * sv.f_frsize;
+    char path[4096];
+    struct stat st;
+    for (unsigned i = 0; i < MAX_SHARDS; i++) {
+        shard_path(path, sizeof path, root, i);
+        if (stat(path, &st) != 0)
+            break;
+        room += (uint64_t)st.st_blocks * 512;
+    }
+    return room;
+}
+
 /* Creates, truncates and reserves the shard files of d and starts its engine.
- * Shards narrower than 512 bytes make no sense: a small limit gets fewer. */
+ * Shards narrower than 512 bytes make no sense: a small limit gets fewer. A
+ * limit the file system has no room for fails before anything is reserved:
+ * filling a shared disk would break other programs. */
 static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, unsigned depth,
                        bool iovec_mode, char *err, size_t errlen)
 {
@@ -1021,6 +1051,14 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
     if (shards > root->limit / SSD_ALIGN)
         shards = (unsigned)(root->limit / SSD_ALIGN);
     d->shard_bytes = ALIGN_DOWN(root->limit / shards);
+    uint64_t need = d->shard_bytes * shards, room = disk_room(root);
+    if (need > room) {
+        snprintf(err, errlen,
+                 "large_limit_size[%zu]: %llu bytes for %s is more than its file system has "
+                 "free (%llu bytes)",
+                 root->cfg_index, (unsigned long long)need, root->path, (unsigned long long)room);
+        return SSD_EINVAL;
+    }
     d->shards = calloc(shards, sizeof *d->shards);
     if (!d->shards) {
         snprintf(err, errlen, "out of memory");
@@ -1029,7 +1067,7 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
     char path[4096];
     for (unsigned i = 0; i < shards; i++) {
         ssd_shard *sh = &d->shards[i];
-        snprintf(path, sizeof path, "%s/shard-%03u", root->path, i);
+        shard_path(path, sizeof path, root, i);
         sh->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
         if (sh->fd < 0) {
             snprintf(err, errlen, "root %s: cannot open shard-%03u%s: %s", root->path, i,
@@ -1049,7 +1087,7 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
     }
     /* Shard files of an earlier run with more shards only waste the disk. */
     for (unsigned i = shards; i < MAX_SHARDS; i++) {
-        snprintf(path, sizeof path, "%s/shard-%03u", root->path, i);
+        shard_path(path, sizeof path, root, i);
         if (unlink(path) != 0)
             break;
     }
@@ -1063,9 +1101,11 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
 }
 
 /* Stops the engine (no IO may be in flight), frees the records left in the
- * rings and closes the files. */
+ * rings, closes the files and removes them: a store never reads what an
+ * earlier one wrote (a restart starts empty), so they would only hold disk. */
 static void device_close(ssd_device *d)
 {
+    char path[4096];
     for (unsigned i = 0; i < d->n_idle_readers; i++)
         uring_reader_close(d->idle_readers[i]);
     d->n_idle_readers = 0;
@@ -1080,6 +1120,8 @@ static void device_close(ssd_device *d)
             re = next;
         }
         close(sh->fd);
+        shard_path(path, sizeof path, d->root, i);
+        unlink(path);
         pthread_cond_destroy(&sh->cv);
         pthread_mutex_destroy(&sh->lock);
     }
