@@ -19,7 +19,7 @@ void cli_usage(FILE *out);
 
 /* Turns a non-zero args_parse() result into an exit code: help prints the
  * usage on stdout and gives CLI_OK; an error (already described on stderr)
- * adds the usage on stderr and gives CLI_USAGE. */
+ * adds a line pointing at --help and gives CLI_USAGE. */
 int cli_args_exit(int args_rc);
 
 /* The default cluster directory, "/tmp/fluxon-$UID", written into buf. */

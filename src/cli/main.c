@@ -46,13 +46,19 @@ void cli_usage(FILE *out)
     fputs(usage_text, out);
 }
 
+/* After a usage error's own line: where the full text is, not the text. */
+static void usage_hint(void)
+{
+    fputs("run 'fluxon --help' for the commands and their options\n", stderr);
+}
+
 int cli_args_exit(int args_rc)
 {
     if (args_rc == ARGS_HELP) {
         cli_usage(stdout);
         return CLI_OK;
     }
-    cli_usage(stderr);
+    usage_hint();
     return CLI_USAGE;
 }
 
@@ -88,6 +94,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "fluxon: unknown option '%s'\n", cmd);
     else
         fprintf(stderr, "fluxon: unknown command '%s'\n", cmd);
-    cli_usage(stderr);
+    usage_hint();
     return CLI_USAGE;
 }
