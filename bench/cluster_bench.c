@@ -32,7 +32,8 @@
  *
  * Then the target check: the 1-thread get-pull rows of 16 MiB and 4 MiB
  * against loopback-tcp, and the same ratio as the median of paired rounds
- * (loopback and pulls alternating, so that both see the same machine state).
+ * (PAIRED_ROUNDS rounds, loopback and pulls alternating, so that both see the
+ * same machine state).
  * `--json FILE` also writes every row and check as one JSON object per line.
  */
 #include <errno.h>
@@ -68,7 +69,7 @@
 #define SAMPLE 64                /* bytes compared at each checked spot */
 #define MAX_THREADS 2
 #define MAX_ROWS 32
-#define PAIRED_ROUNDS 9
+#define PAIRED_ROUNDS 15 /* 9 until 2026-12-03: more rounds steady the median across machine phases */
 #define PAIRED_NS 300000000ull   /* each side of one paired round */
 
 static const char *const prog = "cluster-bench";
