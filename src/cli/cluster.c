@@ -494,7 +494,7 @@ static int wait_owners_ready(struct up_run *run, int timeout_ms)
 static int prepare_dir(const char *dir, bool is_default, char *abs, size_t cap)
 {
     struct stat st;
-    int rc = mkdir_p(dir, is_default ? 0700 : 0777);
+    int rc = mkdir_p(dir, 0777, is_default ? 0700 : 0777);
     if (rc != 0) {
         fprintf(stderr, "fluxon up: cannot create %s: %s\n", dir, strerror(-rc));
         return CLI_FAIL;
@@ -616,7 +616,7 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
         struct up_owner *o = &run->owners[i];
         if (up_signal)
             return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
-        if (run->ssd && (rc = mkdir_p(o->ssd, 0700)) != 0)
+        if (run->ssd && (rc = mkdir_p(o->ssd, 0777, 0700)) != 0)
             return up_fail(run, NULL, "cannot create %s: %s", o->ssd, strerror(-rc));
         if ((rc = write_owner_yaml(o->yaml, addr, o->name, dram, o->sock,
                                    run->ssd ? o->ssd : NULL, run->ssd)) != 0)

@@ -12,16 +12,27 @@
 
 #include <stdint.h>
 
-/* MemAvailable of /proc/meminfo, lowered to the room left under every memory
- * limit of this process's cgroup and its ancestors (v1 memory.limit_in_bytes
- * minus memory.usage_in_bytes, or v2 memory.max minus memory.current). Returns 0 with the bytes in *out, or a negative
- * errno when /proc/meminfo cannot be read or has no MemAvailable line. */
+/* MemAvailable of /proc/meminfo, lowered to the room left under the memory
+ * limits of this process's cgroup and of each ancestor (v1 or v2; see
+ * mem_cgroup_room). Returns 0 with the bytes in *out, or a negative errno
+ * when /proc/meminfo cannot be read or has no MemAvailable line. */
 int mem_available(uint64_t *out);
 
-/* The same parsing on given texts (for tests): meminfo is the text of
- * /proc/meminfo; limit and current are one cgroup level's limit and usage
- * files (memory.max may say "max": no limit). */
+/* The parts, for tests. meminfo is the text of /proc/meminfo. */
 int mem_available_parse(const char *meminfo, uint64_t *out);
-uint64_t mem_cgroup_room(const char *limit, const char *current);
+
+/* One cgroup level: limit and usage are the texts of its limit and usage
+ * files (v2 memory.max may say "max": no limit, UINT64_MAX); reclaimable is
+ * the inactive page cache of its memory.stat, which the kernel gives back
+ * before it kills, so it does not count as used (as kubelet and docker count
+ * a cgroup's working set). */
+uint64_t mem_cgroup_room(const char *limit, const char *usage, uint64_t reclaimable);
+
+/* The least room over the cgroups that proc_cgroup (the text of
+ * /proc/self/cgroup) names under the cgroup mount root, each with its
+ * ancestors up to the mount's top: v2 ("0::/path": root/path/memory.max ...)
+ * and v1's memory controller (root/memory/path/memory.limit_in_bytes ...).
+ * UINT64_MAX when no limit applies or none can be read. */
+uint64_t mem_cgroup_room_at(const char *root, const char *proc_cgroup);
 
 #endif

@@ -23,7 +23,7 @@ static int mkdir_one(const char *path, mode_t mode)
     return -e;
 }
 
-int mkdir_p(const char *path, mode_t leaf_mode)
+int mkdir_p(const char *path, mode_t parent_mode, mode_t leaf_mode)
 {
     char buf[PATH_MAX];
     size_t n = strlen(path);
@@ -39,7 +39,7 @@ int mkdir_p(const char *path, mode_t leaf_mode)
         if (*p != '/')
             continue;
         *p = '\0';
-        int rc = mkdir_one(buf, 0777);
+        int rc = mkdir_one(buf, parent_mode);
         *p = '/';
         if (rc != 0)
             return rc;
@@ -47,7 +47,7 @@ int mkdir_p(const char *path, mode_t leaf_mode)
     return mkdir_one(buf, leaf_mode);
 }
 
-int mkdir_p_parent(const char *file_path, mode_t leaf_mode)
+int mkdir_p_parent(const char *file_path, mode_t mode)
 {
     char buf[PATH_MAX];
     size_t n = strlen(file_path);
@@ -58,5 +58,5 @@ int mkdir_p_parent(const char *file_path, mode_t leaf_mode)
     if (!slash || slash == buf)
         return 0;
     *slash = '\0';
-    return mkdir_p(buf, leaf_mode);
+    return mkdir_p(buf, mode, mode);
 }

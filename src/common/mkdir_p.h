@@ -9,13 +9,13 @@
 
 #include <sys/types.h>
 
-/* Creates path and its missing parents (parents 0777, the last one leaf_mode,
- * both less the umask). An existing directory is fine; an existing
- * non-directory is -ENOTDIR. Returns 0 or a negative errno. */
-int mkdir_p(const char *path, mode_t leaf_mode);
+/* Creates path and its missing parents (the parents with parent_mode, the
+ * last one with leaf_mode, both less the umask). An existing directory is
+ * fine; an existing non-directory is -ENOTDIR. Returns 0 or a negative errno. */
+int mkdir_p(const char *path, mode_t parent_mode, mode_t leaf_mode);
 
-/* mkdir_p for the directory part of file_path ("a/b/c.sock" -> "a/b"); 0 when
- * there is none ("c.sock", "/c.sock"). */
-int mkdir_p_parent(const char *file_path, mode_t leaf_mode);
+/* mkdir_p for the directory part of file_path ("a/b/c.sock" -> "a/b"), every
+ * component with mode; 0 when there is none ("c.sock", "/c.sock"). */
+int mkdir_p_parent(const char *file_path, mode_t mode);
 
 #endif

@@ -8,8 +8,8 @@
  *                 [--log-level LEVEL]
  *
  * Flags override the config file. A bad value is a startup error naming the
- * key, exit code 2. --port-file receives "HOST:PORT" once listening (useful
- * with port 0).
+ * key, exit code 2. --port-file receives "HOST:PORT" once the master is ready
+ * (listening, and serving HTTP when --http is given; useful with port 0).
  */
 #include <getopt.h>
 #include <signal.h>

@@ -187,10 +187,6 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     int cfg_port;
     config_parse_hostport(m->cfg.listen, host, sizeof host, &cfg_port);
     FX_LOG(INFO, "listening on %s:%d", host, port);
-    if (port_file && (err = write_port_file(port_file, host, port)) < 0) {
-        FX_LOG(ERROR, "cannot write port file %s: %s", port_file, strerror(-err));
-        return err;
-    }
     uv_timer_init(loop, &m->sweep_timer);
     m->sweep_timer.data = m;
     uv_timer_start(&m->sweep_timer, on_sweep, 100, 100);
@@ -200,6 +196,11 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     uv_check_start(&m->flush_check, on_check);
     if (m->cfg.http && (err = http_start(m, m->cfg.http)) < 0)
         return err;
+    /* Last: the port file says that the master is ready, HTTP included. */
+    if (port_file && (err = write_port_file(port_file, host, port)) < 0) {
+        FX_LOG(ERROR, "cannot write port file %s: %s", port_file, strerror(-err));
+        return err;
+    }
     return 0;
 }
 

@@ -11,6 +11,7 @@
 
 int fxpy_key_from(PyObject *obj, fxpy_key *k, const char *what)
 {
+    k->obj = obj;
     if (PyUnicode_Check(obj)) {
         /* The UTF-8 form is cached in the str object and lives as long as it. */
         k->ptr = PyUnicode_AsUTF8AndSize(obj, &k->len);

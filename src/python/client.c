@@ -238,7 +238,7 @@ static PyObject *client_count_prefix(fxpy_client *self, PyObject *args, PyObject
 {
     static char *kwlist[] = {"prefix", NULL};
     PyObject *obj = NULL;
-    fxpy_key p = {"", 0};
+    fxpy_key p = {"", 0, NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:count_prefix", kwlist, &obj))
         return NULL;
     if (obj && fxpy_key_from(obj, &p, "prefix") < 0)

@@ -134,12 +134,7 @@ PyObject *fxpy_raise(int err)
 
 PyObject *fxpy_raise_for_key(int err, const fxpy_key *k)
 {
-    if (err != FX_ENOTFOUND)
+    if (err != FX_ENOTFOUND || !k->obj)
         return fxpy_raise(err);
-    PyObject *key = PyBytes_FromStringAndSize(k->ptr, k->len);
-    if (!key)
-        return NULL;
-    PyObject *exc = fxpy_error_for_key(err, key);
-    Py_DECREF(key);
-    return fxpy_raise_instance(exc);
+    return fxpy_raise_instance(fxpy_error_for_key(err, k->obj));
 }

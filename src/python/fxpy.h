@@ -78,6 +78,7 @@ PyObject *fxpy_holder_dlpack_device(fxpy_holder *self, PyObject *unused);
 typedef struct fxpy_key {
     const char *ptr;
     Py_ssize_t len;
+    PyObject *obj; /* the caller's str or bytes (borrowed), for messages */
 } fxpy_key;
 
 /* Fills k from obj; 0, or -1 with TypeError set. */
@@ -98,8 +99,9 @@ int fxpy_errors_init(PyObject *m);
 PyObject *fxpy_error_new(int err, const char *detail);
 /* The same, for one key of a batch: "<Name>: key <repr(key)>". */
 PyObject *fxpy_error_for_key(int err, PyObject *key);
-/* Raises err for a call on key k: KeyNotFound names the key (as bytes), every
- * other error is fxpy_raise(err). Returns NULL. */
+/* Raises err for a call on key k: KeyNotFound names the key as the caller
+ * gave it (like a batch's), every other error is fxpy_raise(err). Returns
+ * NULL. */
 PyObject *fxpy_raise_for_key(int err, const fxpy_key *k);
 /* Raises the exception for err with the calling thread's
  * fx_last_error_detail(); call it right after the failed C call, on the same

@@ -9,7 +9,7 @@
 # tier, stat shows their SSD capacity, and down removes the tiers' files; one
 # owner with less memory than its values reads the older ones from SSD.
 set -u
-bin=${1:?usage: test_cli.sh BUILD_DIR}
+bin=$(cd "${1:?usage: test_cli.sh BUILD_DIR}" && pwd) || exit 2
 dir=$(mktemp -d /tmp/fx-cli-XXXXXX)
 pass=0 fail=0
 check() { # check DESCRIPTION COMMAND...
@@ -59,6 +59,10 @@ check "--socket flag works" bash -c "FLUXON_SOCKET= '$bin/fluxon' get --socket '
 printf '' | "$bin/fluxon" put empty -
 check "empty value round trip" bash -c "'$bin/fluxon' get empty -o '$dir/empty.out' && test ! -s '$dir/empty.out'"
 
+out=$("$bin/fluxon" get 2>&1 >/dev/null); rc=$?
+check "get without a KEY is a usage error (got $rc)" test $rc -eq 2
+usage_short() { grep -q 'missing KEY' <<<"$1" && grep -q -- '--help' <<<"$1" && [ "$(wc -l <<<"$1")" -eq 2 ]; }
+check "a usage error says what and points at --help, in two lines ($out)" usage_short "$out"
 err=$("$bin/fluxon" get missing 2>&1 >/dev/null); rc=$?
 check "get miss exits 1" test $rc -eq 1
 check "get miss prints KeyNotFound" grep -q KeyNotFound <<<"$err"
@@ -101,6 +105,14 @@ fluxonkv_spec:
   client_socket: $dir/x.sock
   large_file_paths: [/tmp/a]
   large_limit_size: [100]"
+owner_err large_limit_size "$base
+fluxonkv_spec:
+  memory_size: 1MB
+  client_socket: $dir/x.sock
+  large_file_paths: [$dir/toobig]
+  large_limit_size: [\"100000TB\"]"
+check "a limit over the free space reserved nothing" \
+  bash -c "! ls '$dir'/toobig/*/*/shard-* >/dev/null 2>&1"
 owner_err bogus_key "$base
 bogus_key: 1
 fluxonkv_spec:
@@ -283,8 +295,10 @@ for _ in 1 2 3 4 5; do # an HTTP port picked at random may be taken
     --http "127.0.0.1:$hport" --heartbeat-interval 100ms 2>"$ddir/master.log" &
   dmpid=$!
   direct_pids="$dmpid"
-  for _ in $(seq 100); do [ -s "$ddir/master.port" ] && break; running "$dmpid" || break; sleep 0.05; done
-  if [ -s "$ddir/master.port" ]; then mstarted=1; break; fi
+  # The port file is written once the master is ready, HTTP included.
+  for _ in $(seq 200); do [ -s "$ddir/master.port" ] && break; running "$dmpid" || break; sleep 0.05; done
+  if [ -s "$ddir/master.port" ] && running "$dmpid"; then mstarted=1; break; fi
+  kill -9 "$dmpid" 2>/dev/null
   wait "$dmpid" 2>/dev/null
 done
 check "master --cluster-name demo --http starts" test $mstarted -eq 1
@@ -311,6 +325,8 @@ check "/metrics reports the SSD capacity ($(grep kv_ssd_capacity <<<"$metrics"))
   grep -q '^kv_ssd_capacity_bytes{owner=".*"} 33554432$' <<<"$metrics"
 check "/metrics reports the segment" \
   grep -q '^kvcache_segment_capacity_bytes{owner=".*"} 67108864$' <<<"$metrics"
+check "the owner's SSD tier has its shard files" \
+  bash -c "ls '$ddir'/ssd/demo_cluster_kv_ssd_storage/*/shard-000 >/dev/null 2>&1"
 kill -TERM "$dopid"; wait "$dopid"; rc=$?
 check "the owner exits 0 on SIGTERM (got $rc)" test $rc -eq 0
 check "and removes its SSD shard files" \

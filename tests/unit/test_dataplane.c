@@ -383,27 +383,31 @@ static void test_sizes(void)
 }
 
 /* The requests a transfer has room for leave in one write: a 4 MiB pull is
- * four READs in one packet, a 3 MiB + 1 push three WRITEs of header and
- * payload in one writev (the bytes still arrive right, checked above). */
+ * four READs in one packet, a 3 MiB + 1 push four WRITEs (three of 1 MiB,
+ * one of a byte) of header and payload in one writev (the bytes still arrive
+ * right: pull_ok and push_ok check them). */
+/* Checks that A sent `requests` requests in one write since *before, then
+ * moves *before on. */
+static void expect_one_write(dp_stats *before, uint64_t requests, const char *what)
+{
+    dp_stats after;
+    dp_engine_stats(A.e, &after);
+    uint64_t sent = after.requests_sent - before->requests_sent;
+    uint64_t writes = after.request_writes - before->request_writes;
+    CHECK(sent == requests && writes == 1, "%s sent %llu requests in 1 write (%llu in %llu)",
+          what, (unsigned long long)requests, (unsigned long long)sent,
+          (unsigned long long)writes);
+    *before = after;
+}
+
 static void test_batched_requests(void)
 {
-    dp_stats before, after;
-    dp_engine_stats(A.e, &before);
+    dp_stats st;
+    dp_engine_stats(A.e, &st);
     pull_ok(123, 4567, 4 * MIB);
-    dp_engine_stats(A.e, &after);
-    CHECK(after.requests_sent - before.requests_sent == 4 &&
-              after.request_writes - before.request_writes == 1,
-          "a 4 MiB pull sent 4 READs in 1 write (%llu in %llu)",
-          (unsigned long long)(after.requests_sent - before.requests_sent),
-          (unsigned long long)(after.request_writes - before.request_writes));
-    before = after;
+    expect_one_write(&st, 4, "a 4 MiB pull");
     push_ok(99, 7 * MIB + 1, 3 * MIB + 1);
-    dp_engine_stats(A.e, &after);
-    CHECK(after.requests_sent - before.requests_sent == 4 &&
-              after.request_writes - before.request_writes == 1,
-          "a 3 MiB + 1 push sent 4 WRITEs in 1 write (%llu in %llu)",
-          (unsigned long long)(after.requests_sent - before.requests_sent),
-          (unsigned long long)(after.request_writes - before.request_writes));
+    expect_one_write(&st, 4, "a 3 MiB + 1 push");
 }
 
 static void test_zero_length_untouched(void)

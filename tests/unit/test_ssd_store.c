@@ -1020,9 +1020,14 @@ static void test_root_lock(void)
     int rc = try_open(&o, &s2, err, sizeof err);
     CHECK(rc == SSD_EIO && s2 == NULL, "second open of a locked root: %d", rc);
     CHECK(strstr(err, "locked by another owner") && strstr(err, r), "lock message: %s", err);
-    /* The refused open truncated nothing. */
+    /* The refused open truncated nothing and removed nothing (s1 reads
+     * through its open files, so also look at the path). */
     bool ok;
     CHECK(get(s1, 1, 3000, &ok) == SSD_OK && ok, "first store damaged by the second open");
+    char shard[PATH_MAX + 16];
+    struct stat sst;
+    snprintf(shard, sizeof shard, "%s/shard-000", r);
+    CHECK(stat(shard, &sst) == 0 && sst.st_size > 0, "the refused open removed %s", shard);
     /* Another instance on the same path is another root. */
     store_opts o2 = o;
     o2.inst = "i1";

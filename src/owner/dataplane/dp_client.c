@@ -62,6 +62,8 @@ typedef struct dp_chunk {
     uint8_t hdr[DP_HDR_LEN];
 } dp_chunk;
 
+_Static_assert(DP_MAX_INFLIGHT <= 32, "dp_chunk.batch has a bit per slot");
+
 typedef struct dp_xfer {
     dp_engine *e;
     struct dp_cconn *c;           /* while started and not finished */
@@ -406,7 +408,6 @@ static void xfer_pump(dp_xfer *x)
         if (!lead)
             lead = k;
         lead->batch |= 1u << (k - x->chunks);
-        x->e->stats.requests_sent++;
     }
     if (!lead)
         return;
@@ -417,6 +418,7 @@ static void xfer_pump(dp_xfer *x)
     }
     x->writes++;
     x->e->stats.request_writes++;
+    x->e->stats.requests_sent += (uint64_t)__builtin_popcount(lead->batch);
 }
 
 /* ---- replies coming in ---------------------------------------------------------------- */

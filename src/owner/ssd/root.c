@@ -38,7 +38,7 @@ static int root_make(const char *base, const char *cluster, const char *instance
         free(path);
         return -EINVAL;
     }
-    int rc = mkdir_p(path, 0755);
+    int rc = mkdir_p(path, 0755, 0755);
     struct stat st;
     if (rc == 0 && stat(path, &st) != 0)
         rc = -errno;

@@ -1020,8 +1020,9 @@ static void shard_path(char *buf, size_t cap, const ssd_root *root, unsigned i)
 }
 
 /* The bytes the shard files of root may take: the file system's free space
- * (for unprivileged users) plus what the shard files of an earlier run hold,
- * since those are truncated first. UINT64_MAX when statvfs fails. */
+ * (for unprivileged users) plus what the shard files of an earlier run hold
+ * (those beyond this run's count are removed first, the others truncated).
+ * UINT64_MAX when statvfs fails. */
 static uint64_t disk_room(const ssd_root *root)
 {
     struct statvfs sv;
@@ -1041,8 +1042,8 @@ static uint64_t disk_room(const ssd_root *root)
 
 /* Creates, truncates and reserves the shard files of d and starts its engine.
  * Shards narrower than 512 bytes make no sense: a small limit gets fewer. A
- * limit the file system has no room for fails before anything is reserved:
- * filling a shared disk would break other programs. */
+ * limit larger than the file system's free space fails before anything is
+ * reserved (fallocate would fail halfway, after filling the disk). */
 static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, unsigned depth,
                        bool iovec_mode, char *err, size_t errlen)
 {
@@ -1051,6 +1052,13 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
     if (shards > root->limit / SSD_ALIGN)
         shards = (unsigned)(root->limit / SSD_ALIGN);
     d->shard_bytes = ALIGN_DOWN(root->limit / shards);
+    char path[4096];
+    /* Shard files of an earlier run with more shards only waste the disk. */
+    for (unsigned i = shards; i < MAX_SHARDS; i++) {
+        shard_path(path, sizeof path, root, i);
+        if (unlink(path) != 0)
+            break;
+    }
     uint64_t need = d->shard_bytes * shards, room = disk_room(root);
     if (need > room) {
         snprintf(err, errlen,
@@ -1064,7 +1072,6 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
         snprintf(err, errlen, "out of memory");
         return SSD_ENOMEM;
     }
-    char path[4096];
     for (unsigned i = 0; i < shards; i++) {
         ssd_shard *sh = &d->shards[i];
         shard_path(path, sizeof path, root, i);
@@ -1084,12 +1091,6 @@ static int device_open(ssd_device *d, const ssd_root *root, unsigned shards, uns
                      root->path, (unsigned long long)d->shard_bytes, i, strerror(errno));
             return SSD_EIO;
         }
-    }
-    /* Shard files of an earlier run with more shards only waste the disk. */
-    for (unsigned i = shards; i < MAX_SHARDS; i++) {
-        shard_path(path, sizeof path, root, i);
-        if (unlink(path) != 0)
-            break;
     }
     int rc = uring_engine_start(&d->eng, depth, iovec_mode);
     if (rc < 0) {
