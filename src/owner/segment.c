@@ -7,8 +7,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -102,6 +105,38 @@ static int check_fits(uint64_t size, char *err, size_t errlen)
     return -ENOMEM;
 }
 
+/* Owners started side by side would each check the same MemAvailable and
+ * could together reserve more than the machine has. So the check and the
+ * reservation run under a machine-wide lock (SEGMENT_RESERVE_LOCK, or
+ * $FLUXON_SEGMENT_LOCK), and each owner sees what the others took. Returns the
+ * lock's fd, or -1 when it could not be had within SEGMENT_RESERVE_WAIT_MS
+ * (logged; the check then runs unserialized, as a lone owner's would). */
+static int reserve_lock(void)
+{
+    const char *path = getenv("FLUXON_SEGMENT_LOCK");
+    if (!path || !*path)
+        path = SEGMENT_RESERVE_LOCK;
+    /* Read-only is enough for flock, and lets other users' owners share it. */
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        FX_LOG(WARN, "cannot open %s (%s): reserving the segment without it", path,
+               strerror(errno));
+        return -1;
+    }
+    for (int waited = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; waited += 10) {
+        if (errno != EWOULDBLOCK || waited >= SEGMENT_RESERVE_WAIT_MS) {
+            FX_LOG(WARN, "cannot lock %s (%s): reserving the segment without it", path,
+                   errno == EWOULDBLOCK ? "held too long by another process" : strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (waited == 0)
+            FX_LOG(INFO, "waiting for %s: another owner is reserving its segment", path);
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    return fd;
+}
+
 int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge, char *err,
                    size_t errlen)
 {
@@ -127,9 +162,12 @@ int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge, char
         }
     }
     if (fd < 0) {
+        int lock = reserve_lock();
         r = check_fits(size, err, errlen);
         if (r == 0)
             r = make_memfd(size, false, prefault, &fd);
+        if (lock >= 0)
+            close(lock); /* with prefault the pages are taken: later owners see it */
         if (r < 0) {
             if (!err[0])
                 snprintf(err, errlen, "cannot reserve %llu bytes of shared memory: %s",

@@ -129,6 +129,31 @@ out=$(ulimit -f 1048576; trap '' XFSZ; "$bin/fluxon-owner" --config "$dir/big.ya
 check "memory_size over the machine: exit 2 (got $rc)" test $rc -eq 2
 check "memory_size over the machine: says so ($out)" \
   grep -q "memory_size: .*16.00 TiB is more than this machine can give" <<<"$out"
+# Owners check and reserve 4 KiB-page segments one at a time, under a lock, so
+# that owners started together see each other's share: one waits while the lock
+# is held and creates its segment only after it is released.
+lock="$dir/reserve.lock"
+flock "$lock" bash -c 'touch "$0"; sleep 1.5' "$dir/lock.held" &
+holder=$!
+for _ in $(seq 100); do [ -e "$dir/lock.held" ] && break; sleep 0.05; done
+FLUXON_SEGMENT_LOCK="$lock" "$bin/fluxon-owner" --cluster-name t --master 127.0.0.1:1 \
+  --memory-size 16MB --client-socket "$dir/lk.sock" --use-hugepages false --log-level info \
+  2>"$dir/lk.log" &
+lkpid=$!
+held_at_segment=unknown
+for _ in $(seq 200); do
+  if grep -q "segment:" "$dir/lk.log"; then
+    running "$holder" && held_at_segment=yes || held_at_segment=no
+    break
+  fi
+  sleep 0.02
+done
+check "an owner waits for the reserve lock ($(grep -c waiting "$dir/lk.log") lines)" \
+  grep -q "waiting for $lock" "$dir/lk.log"
+check "and creates its segment only once it is released (held then: $held_at_segment)" \
+  test "$held_at_segment" = no
+kill "$lkpid" 2>/dev/null; wait "$lkpid" 2>/dev/null; wait "$holder" 2>/dev/null
+
 out=$("$bin/fluxon-master" --listen nonsense 2>&1); rc=$?
 check "master bad --listen exits 2" test $rc -eq 2
 check "master bad --listen names the key" grep -q listen <<<"$out"
