@@ -4,6 +4,7 @@
  */
 #include "common/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,4 +58,35 @@ void fx_log_write(int level, const char *file, int line, const char *fmt, ...)
     buf[n++] = '\n';
     ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
     (void)w;
+}
+
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int fx_log_limit_pass(fx_log_limit *l, unsigned *suppressed)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return fx_log_limit_pass_at(
+        l, (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000,
+        suppressed);
+}
+
+int fx_log_limit_pass_at(fx_log_limit *l, unsigned long long now, unsigned *suppressed)
+{
+    int pass;
+    pthread_mutex_lock(&limit_lock);
+    if (l->in_window == 0 || now - l->window_start_ms >= FX_LOG_LIMIT_WINDOW_MS) {
+        l->window_start_ms = now;
+        l->in_window = 0;
+    }
+    pass = l->in_window < FX_LOG_LIMIT_BURST;
+    if (pass) {
+        l->in_window++;
+        *suppressed = l->suppressed;
+        l->suppressed = 0;
+    } else {
+        l->suppressed++;
+    }
+    pthread_mutex_unlock(&limit_lock);
+    return pass;
 }

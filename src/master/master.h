@@ -135,6 +135,7 @@ typedef struct master {
     int get_attempt; /* get.c: set while a failed remote refill re-runs GetStart */
     uv_timer_t alloc_timer;
     uv_timer_t sweep_timer;
+    uint64_t last_sweep_ms; /* server.c: when the sweep last ran (or was started) */
     uv_check_t flush_check;
     void *http; /* http.c state, NULL when disabled */
     struct net_listener *listener;

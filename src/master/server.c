@@ -38,7 +38,8 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
             FX_LOG(DEBUG, "%s: late %s response ignored", net_conn_peer(c), msg_name(h->type));
             return;
         }
-        FX_LOG(WARN, "%s: unexpected %s response; closing", net_conn_peer(c), msg_name(h->type));
+        FX_LOG_LIMITED(WARN, "%s: unexpected %s response; closing", net_conn_peer(c),
+                       msg_name(h->type));
         net_conn_close(c);
         return;
     }
@@ -100,7 +101,7 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         master_on_access_report(m, mb, (Fx__AccessReportReq *)msg);
         break;
     default:
-        FX_LOG(WARN, "%s: %s is not a master request; closing", net_conn_peer(c),
+        FX_LOG_LIMITED(WARN, "%s: %s is not a master request; closing", net_conn_peer(c),
                msg_name(h->type));
         net_conn_close(c);
     }
@@ -125,9 +126,28 @@ static void on_accept(net_conn *c, void *ud)
     net_conn_set_max_body(c, UNREGISTERED_MAX_BODY);
 }
 
+/* The sweeps judge members and leases by the time since they were last heard
+ * from. When the master's own loop stalled (the process was stopped, or
+ * starved of CPU) for half a heartbeat timeout or more, what they sent
+ * meanwhile is still unread in its sockets, and timers run before the loop
+ * reads: skip this round, so that the loop reads it before anyone is judged. */
+static bool loop_stalled(master *m)
+{
+    uint64_t now = master_now_ms(m), gap = now - m->last_sweep_ms;
+    bool stalled = gap >= m->cfg.heartbeat_timeout_ms / 2;
+    m->last_sweep_ms = now;
+    if (stalled)
+        FX_LOG(WARN, "the master's loop stalled for %llu ms; the sweep waits a round so that "
+                     "what members sent meanwhile is read first",
+               (unsigned long long)gap);
+    return stalled;
+}
+
 static void on_sweep(uv_timer_t *t)
 {
     master *m = t->data;
+    if (loop_stalled(m))
+        return;
     master_sweep_inflight(m);
     master_sweep_leases(m);
     master_check_heartbeats(m);
@@ -189,6 +209,8 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     FX_LOG(INFO, "listening on %s:%d", host, port);
     uv_timer_init(loop, &m->sweep_timer);
     m->sweep_timer.data = m;
+    uv_update_time(loop);
+    m->last_sweep_ms = master_now_ms(m);
     uv_timer_start(&m->sweep_timer, on_sweep, 100, 100);
     master_alloc_wait_init(m);
     uv_check_init(loop, &m->flush_check);

@@ -191,7 +191,7 @@ static bool dispatch_frames(net_conn *c)
         if (r == 0)
             break;
         if (r < 0) {
-            FX_LOG(WARN, "%s: %s; closing connection", c->peer,
+            FX_LOG_LIMITED(WARN, "%s: %s; closing connection", c->peer,
                    r == -EMSGSIZE ? "frame longer than the maximum" : "unknown frame flags");
             net_conn_close(c);
             ok = false;
@@ -200,7 +200,7 @@ static bool dispatch_frames(net_conn *c)
         const uint8_t *body = c->rbuf + pos + FRAME_HDR_LEN;
         ProtobufCMessage *m = msg_decode(h.type, h.flags & FRAME_RESPONSE, body, h.len);
         if (!m) {
-            FX_LOG(WARN, "%s: malformed %s frame (type %u, %u bytes); closing connection",
+            FX_LOG_LIMITED(WARN, "%s: malformed %s frame (type %u, %u bytes); closing connection",
                    c->peer, msg_name(h.type), h.type, h.len);
             net_conn_close(c);
             ok = false;
@@ -292,7 +292,7 @@ int net_send(net_conn *c, uint16_t type, uint16_t flags, uint64_t req_id, const 
         return r;
     }
     if (uv_stream_get_write_queue_size(&c->h.stream) > MAX_WRITE_QUEUE) {
-        FX_LOG(WARN, "%s: more than %u bytes of answers unread; closing", c->peer,
+        FX_LOG_LIMITED(WARN, "%s: more than %u bytes of answers unread; closing", c->peer,
                MAX_WRITE_QUEUE);
         net_conn_close(c);
         return -ECONNRESET;
@@ -330,7 +330,7 @@ static void on_connection(uv_stream_t *server, int status)
 {
     net_listener *l = server->data;
     if (status < 0) {
-        FX_LOG(WARN, "accept failed: %s", uv_strerror(status));
+        FX_LOG_LIMITED(WARN, "accept failed: %s", uv_strerror(status));
         return;
     }
     net_conn *c = conn_alloc(server->loop, l->ops);

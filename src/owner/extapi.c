@@ -140,7 +140,7 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
      * keeps the byte stream in order only while nothing is queued, and the
      * loop thread must never wait for a peer that does not read. */
     if (net_conn_write_queue(c) > 0) {
-        FX_LOG(WARN, "%s: ExternalHello while earlier answers are unread; closing",
+        FX_LOG_LIMITED(WARN, "%s: ExternalHello while earlier answers are unread; closing",
                net_conn_peer(c));
         net_conn_close(c);
         return;
@@ -284,7 +284,7 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     owner *o = the_owner;
     ext_conn *ec = net_conn_data(c);
     if (h->flags & FRAME_RESPONSE) {
-        FX_LOG(WARN, "%s: unexpected response frame; closing", net_conn_peer(c));
+        FX_LOG_LIMITED(WARN, "%s: unexpected response frame; closing", net_conn_peer(c));
         net_conn_close(c);
         return;
     }
@@ -293,7 +293,8 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         return;
     }
     if (!ec->s) {
-        FX_LOG(WARN, "%s: %s before ExternalHello; closing", net_conn_peer(c), msg_name(h->type));
+        FX_LOG_LIMITED(WARN, "%s: %s before ExternalHello; closing", net_conn_peer(c),
+                       msg_name(h->type));
         net_conn_close(c);
         return;
     }
@@ -334,7 +335,7 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         forward_to_master(o, ec, h, MSG_LEASE, msg);
         break;
     default:
-        FX_LOG(WARN, "%s: %s is not an external request; closing", net_conn_peer(c),
+        FX_LOG_LIMITED(WARN, "%s: %s is not an external request; closing", net_conn_peer(c),
                msg_name(h->type));
         net_conn_close(c);
     }

@@ -80,9 +80,41 @@ static void client_call_times_out_when_owner_is_stuck(void)
     CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
 }
 
+/* A master stopped for longer than the heartbeat timeout tombed every owner
+ * when it resumed (and they exited): its sweep ran before it read the
+ * heartbeats waiting in its sockets. */
+static void master_pause_does_not_tomb_the_owners(void)
+{
+    test_cluster tc;
+    const char *const args[] = {"--heartbeat-interval", "100ms", NULL}; /* timeout 300 ms */
+    REQUIRE(cluster_start_n(&tc, 2, 16ull << 20, args) == 0, "cluster start");
+    int err;
+    fx_client *c = fx_connect(tc.sockets[0], &err);
+    REQUIRE(c, "connect");
+    CHECK(fx_put(c, "before", 6, "value", 5) == 0, "put before the pause");
+    kill(tc.master_pid, SIGSTOP);
+    usleep(1500 * 1000); /* five heartbeat timeouts */
+    kill(tc.master_pid, SIGCONT);
+    usleep(500 * 1000); /* a few sweeps after the resume */
+    for (int i = 0; i < 2; i++)
+        CHECK(tc.owner_pids[i] > 0 && kill(tc.owner_pids[i], 0) == 0,
+              "owner %d still runs after the master's pause", i);
+    fx_holder *h = NULL;
+    int r = fx_get(c, "before", 6, &h);
+    CHECK(r == 0 && h && fx_holder_len(h) == 5, "the value put before the pause is there: %s",
+          fx_strerror(r));
+    if (h)
+        fx_holder_release(h);
+    CHECK(fx_put(c, "after", 5, "value", 5) == 0, "a put after the pause works: %s",
+          fx_last_error_detail());
+    fx_close(c);
+    CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
+}
+
 int main(void)
 {
     owner_shutdown_with_full_get_cache();
     client_call_times_out_when_owner_is_stuck();
+    master_pause_does_not_tomb_the_owners();
     return test_finish();
 }

@@ -227,7 +227,7 @@ static void refuse(dp_sconn *c, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->detail, sizeof c->detail, fmt, ap);
     va_end(ap);
-    FX_LOG(WARN, "data plane: refused %s from %s: %s; closing the connection",
+    FX_LOG_LIMITED(WARN, "data plane: refused %s from %s: %s; closing the connection",
            dp_op_name(c->cur.op), c->peer, c->detail);
     c->e->stats.refused++;
     dp_hdr h = {.op = reply_op(c->cur.op), .id = c->cur.id, .status = status,
@@ -322,7 +322,7 @@ static void on_header(dp_sconn *c)
     dp_hdr_decode(c->hbuf, &c->cur);
     int r = dp_hdr_check(&c->cur, DP_DIR_REQUEST);
     if (r < 0) {
-        FX_LOG(WARN, "data plane: malformed header from %s (op %u %s, len %u: %s); closing",
+        FX_LOG_LIMITED(WARN, "data plane: malformed header from %s (op %u %s, len %u: %s); closing",
                c->peer, c->cur.op, dp_op_name(c->cur.op), c->cur.len,
                r == -EMSGSIZE ? "length out of bounds" : "bad field");
         sconn_close(c);
