@@ -28,10 +28,10 @@ void fx_log_write(int level, const char *file, int line, const char *fmt, ...)
     } while (0)
 
 /* For lines that a peer can cause at will (a malformed frame, a refused
- * request): at most FX_LOG_LIMIT_BURST lines per call site in any
- * FX_LOG_LIMIT_WINDOW_MS, so that whoever can reach a port cannot grow the
- * logs without bound. The first line after a quiet window says how many were
- * left out. */
+ * request): at most FX_LOG_LIMIT_BURST lines per call site in each window of
+ * FX_LOG_LIMIT_WINDOW_MS (fixed windows, the first opened by the first line),
+ * so that whoever can reach a port cannot grow the logs without bound. The
+ * first line of the next window says how many were left out. */
 #define FX_LOG_LIMIT_BURST 20u
 #define FX_LOG_LIMIT_WINDOW_MS 10000u
 

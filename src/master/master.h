@@ -136,12 +136,14 @@ typedef struct master {
     uv_timer_t alloc_timer;
     uv_timer_t sweep_timer;
     uint64_t last_sweep_ms; /* server.c: when the sweep last ran (or was started) */
+    bool sweep_skipped;     /* server.c: the last round was skipped after a stall */
     uv_check_t flush_check;
     void *http; /* http.c state, NULL when disabled */
     struct net_listener *listener;
 } master;
 
 /* server.c */
+#define MASTER_SWEEP_MS 100 /* the period of the TTL, lease and heartbeat sweep */
 int master_start(master *m, uv_loop_t *loop, const char *port_file);
 void master_stop(master *m);
 /* After the loop ended: frees what is left (routes, indexes, leases). */

@@ -128,18 +128,23 @@ static void on_accept(net_conn *c, void *ud)
 
 /* The sweeps judge members and leases by the time since they were last heard
  * from. When the master's own loop stalled (the process was stopped, or
- * starved of CPU) for half a heartbeat timeout or more, what they sent
- * meanwhile is still unread in its sockets, and timers run before the loop
- * reads: skip this round, so that the loop reads it before anyone is judged. */
+ * starved of CPU) for half a heartbeat timeout or more beyond the sweep's
+ * period, what they sent meanwhile is still unread in its sockets, and after
+ * a stop the loop runs its timers before it reads (epoll_wait returns EINTR):
+ * skip this round, so that the loop reads it before anyone is judged. Never
+ * two rounds in a row, so that a master that is slow all the time still
+ * sweeps. */
 static bool loop_stalled(master *m)
 {
     uint64_t now = master_now_ms(m), gap = now - m->last_sweep_ms;
-    bool stalled = gap >= m->cfg.heartbeat_timeout_ms / 2;
+    uint64_t late = gap > MASTER_SWEEP_MS ? gap - MASTER_SWEEP_MS : 0;
+    bool stalled = late >= m->cfg.heartbeat_timeout_ms / 2 && !m->sweep_skipped;
     m->last_sweep_ms = now;
+    m->sweep_skipped = stalled;
     if (stalled)
-        FX_LOG(WARN, "the master's loop stalled for %llu ms; the sweep waits a round so that "
-                     "what members sent meanwhile is read first",
-               (unsigned long long)gap);
+        FX_LOG_LIMITED(WARN, "the master's loop stalled for %llu ms; the sweep waits a round "
+                             "so that what members sent meanwhile is read first",
+                       (unsigned long long)gap);
     return stalled;
 }
 
@@ -211,7 +216,7 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     m->sweep_timer.data = m;
     uv_update_time(loop);
     m->last_sweep_ms = master_now_ms(m);
-    uv_timer_start(&m->sweep_timer, on_sweep, 100, 100);
+    uv_timer_start(&m->sweep_timer, on_sweep, MASTER_SWEEP_MS, MASTER_SWEEP_MS);
     master_alloc_wait_init(m);
     uv_check_init(loop, &m->flush_check);
     m->flush_check.data = m;

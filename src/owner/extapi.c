@@ -164,7 +164,7 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
     int r = buf ? fdpass_send(net_conn_fd(c), buf, len, o->seg.fd, 0) : -ENOMEM;
     free(buf);
     if (r < 0) {
-        FX_LOG(WARN, "%s: cannot pass the segment: %s", net_conn_peer(c), strerror(-r));
+        FX_LOG_LIMITED(WARN, "%s: cannot pass the segment: %s", net_conn_peer(c), strerror(-r));
         net_conn_close(c);
     }
 }
@@ -206,7 +206,7 @@ static void on_delete_ack(owner *o, ext_conn *ec, Fx__ExternalDeleteAckReq *req)
         if (!holders_session_release(o, ec->s, req->holder_ids[i]))
             unknown++;
     if (unknown)
-        FX_LOG(WARN, "external %llu released %zu unknown holder(s)",
+        FX_LOG_LIMITED(WARN, "external %llu released %zu unknown holder(s)",
                (unsigned long long)ec->s->client_id, unknown);
 }
 

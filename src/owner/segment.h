@@ -36,7 +36,7 @@ typedef struct segment {
  * segments one at a time ($FLUXON_SEGMENT_LOCK overrides the path, for
  * tests), and how long one waits for it before going on without it. */
 #define SEGMENT_RESERVE_LOCK "/tmp/fluxon-segment-reserve.lock"
-#define SEGMENT_RESERVE_WAIT_MS 60000
+#define SEGMENT_RESERVE_WAIT_MS 600000 /* queued owners may reserve hundreds of GB first */
 
 /* Creates and maps the segment. With try_huge, 2 MiB hugetlb pages are used
  * when enough are reserved (the size is then rounded down to 2 MiB), else 4 KiB

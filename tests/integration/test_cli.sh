@@ -153,6 +153,18 @@ check "an owner waits for the reserve lock ($(grep -c waiting "$dir/lk.log") lin
 check "and creates its segment only once it is released (held then: $held_at_segment)" \
   test "$held_at_segment" = no
 kill "$lkpid" 2>/dev/null; wait "$lkpid" 2>/dev/null; wait "$holder" 2>/dev/null
+# Something other than a file at the lock's path (a FIFO would block an open)
+# is skipped with a warning, not waited on.
+mkfifo "$dir/fifo.lock"
+FLUXON_SEGMENT_LOCK="$dir/fifo.lock" "$bin/fluxon-owner" --cluster-name t --master 127.0.0.1:1 \
+  --memory-size 16MB --client-socket "$dir/lf.sock" --use-hugepages false --log-level info \
+  2>"$dir/lf.log" &
+lfpid=$!
+for _ in $(seq 200); do grep -q "segment:" "$dir/lf.log" && break; sleep 0.02; done
+check "a FIFO at the lock's path is skipped ($(grep -c 'not a regular file' "$dir/lf.log") warnings)" \
+  grep -q "not a regular file" "$dir/lf.log"
+check "and the owner still creates its segment" grep -q "segment:" "$dir/lf.log"
+kill "$lfpid" 2>/dev/null; wait "$lfpid" 2>/dev/null
 
 out=$("$bin/fluxon-master" --listen nonsense 2>&1); rc=$?
 check "master bad --listen exits 2" test $rc -eq 2

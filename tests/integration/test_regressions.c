@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,8 +97,8 @@ static void master_pause_does_not_tomb_the_owners(void)
     usleep(1500 * 1000); /* five heartbeat timeouts */
     kill(tc.master_pid, SIGCONT);
     usleep(500 * 1000); /* a few sweeps after the resume */
-    for (int i = 0; i < 2; i++)
-        CHECK(tc.owner_pids[i] > 0 && kill(tc.owner_pids[i], 0) == 0,
+    for (int i = 0; i < 2; i++) /* (kill(pid, 0) would also succeed on a zombie) */
+        CHECK(tc.owner_pids[i] > 0 && waitpid(tc.owner_pids[i], NULL, WNOHANG) == 0,
               "owner %d still runs after the master's pause", i);
     fx_holder *h = NULL;
     int r = fx_get(c, "before", 6, &h);
@@ -111,10 +112,36 @@ static void master_pause_does_not_tomb_the_owners(void)
     CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
 }
 
+/* With the stall check, a heartbeat timeout of 200 ms or less made every
+ * sweep look like a stall (the sweep's own 100 ms period counted as lateness),
+ * so no member ever expired. */
+static void short_heartbeat_timeout_still_drops_a_stopped_owner(void)
+{
+    test_cluster tc;
+    const char *const args[] = {"--heartbeat-interval", "50ms", NULL}; /* timeout 150 ms */
+    REQUIRE(cluster_start_n(&tc, 2, 16ull << 20, args) == 0, "cluster start");
+    int err;
+    fx_client *c = fx_connect(tc.sockets[0], &err);
+    REQUIRE(c, "connect");
+    kill(tc.owner_pids[1], SIGSTOP);
+    size_t n = 2;
+    fx_owner_stat st[4];
+    for (int i = 0; i < 100 && n != 1; i++) {
+        usleep(50 * 1000);
+        if (fx_stat(c, st, 4, &n) != 0)
+            n = 2;
+    }
+    CHECK(n == 1, "a stopped owner is dropped within 5 s with a 150 ms timeout (%zu owners)", n);
+    CHECK(cluster_kill_owner(&tc, 1) == 0, "kill the stopped owner");
+    fx_close(c);
+    CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
+}
+
 int main(void)
 {
     owner_shutdown_with_full_get_cache();
     client_call_times_out_when_owner_is_stuck();
     master_pause_does_not_tomb_the_owners();
+    short_heartbeat_timeout_still_drops_a_stopped_owner();
     return test_finish();
 }
