@@ -7,17 +7,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/mem_avail.h"
 #include "common/size.h"
+#include "owner/reserve_lock.h"
 
 typedef struct touch_job {
     volatile uint8_t *base;
@@ -106,72 +103,6 @@ static int check_fits(uint64_t size, char *err, size_t errlen)
     return -ENOMEM;
 }
 
-static uint64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Opens the lock file, creating it readable by everyone when it is missing.
- * Read-only is enough for flock, so other users' owners can share it. Never
- * blocks (a FIFO planted at the path would) and takes only a regular file. */
-static int open_lock_file(const char *path)
-{
-    const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-    int fd = open(path, flags);
-    if (fd < 0 && errno == ENOENT) {
-        fd = open(path, flags | O_CREAT | O_EXCL, 0644);
-        if (fd >= 0)
-            fchmod(fd, 0644); /* whatever the umask: others must be able to open it */
-        else if (errno == EEXIST)
-            fd = open(path, flags); /* another owner created it just now */
-    }
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return -EINVAL;
-    }
-    return fd;
-}
-
-/* Owners started side by side would each check the same MemAvailable and
- * could together reserve more than the machine has. So the check and the
- * reservation run under a machine-wide lock (SEGMENT_RESERVE_LOCK, or
- * $FLUXON_SEGMENT_LOCK), and each owner sees what the others took. Returns the
- * lock's fd, or -1 when it could not be had within SEGMENT_RESERVE_WAIT_MS
- * (logged; the check then runs unserialized, as a lone owner's would). A
- * holder that dies releases it at once. */
-static int reserve_lock(void)
-{
-    const char *path = getenv("FLUXON_SEGMENT_LOCK");
-    if (!path || !*path)
-        path = SEGMENT_RESERVE_LOCK;
-    int fd = open_lock_file(path);
-    if (fd < 0) {
-        FX_LOG(WARN, "cannot open %s (%s): reserving the segment without it", path,
-               fd == -EINVAL ? "not a regular file" : strerror(-fd));
-        return -1;
-    }
-    uint64_t start = monotonic_ms();
-    bool told = false;
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno != EWOULDBLOCK || monotonic_ms() - start >= SEGMENT_RESERVE_WAIT_MS) {
-            FX_LOG(WARN, "cannot lock %s (%s): reserving the segment without it", path,
-                   errno == EWOULDBLOCK ? "held too long by another process" : strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (!told)
-            FX_LOG(INFO, "waiting for %s: another owner is reserving its segment", path);
-        told = true;
-        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-    }
-    return fd;
-}
-
 int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge, char *err,
                    size_t errlen)
 {
@@ -199,12 +130,11 @@ int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge, char
     if (fd < 0) {
         /* Without prefault nothing is reserved here, so there is nothing
          * for later owners to see: no need to wait for them. */
-        int lock = prefault ? reserve_lock() : -1;
+        int lock = prefault ? reserve_lock_take() : -1;
         r = check_fits(size, err, errlen);
         if (r == 0)
             r = make_memfd(size, false, prefault, &fd);
-        if (lock >= 0)
-            close(lock); /* with prefault the pages are taken: later owners see it */
+        reserve_lock_release(lock); /* with prefault the pages are taken: later owners see it */
         if (r < 0) {
             if (!err[0])
                 snprintf(err, errlen, "cannot reserve %llu bytes of shared memory: %s",

@@ -32,19 +32,15 @@ typedef struct segment {
 /* The least memory a 4 KiB-page segment leaves free (also 1/32 of what is
  * available, whichever is more). */
 #define SEGMENT_MIN_HEADROOM (64ull << 20)
-/* The machine-wide lock under which owners check and reserve 4 KiB-page
- * segments one at a time ($FLUXON_SEGMENT_LOCK overrides the path, for
- * tests), and how long one waits for it before going on without it. */
-#define SEGMENT_RESERVE_LOCK "/tmp/fluxon-segment-reserve.lock"
-#define SEGMENT_RESERVE_WAIT_MS 600000 /* queued owners may reserve hundreds of GB first */
 
 /* Creates and maps the segment. With try_huge, 2 MiB hugetlb pages are used
  * when enough are reserved (the size is then rounded down to 2 MiB), else 4 KiB
  * pages, and only when size leaves the machine SEGMENT_MIN_HEADROOM of its
  * available memory (mem_avail.h): a larger one is -ENOMEM at once, where
- * reserving it would wake the OOM killer. The check and the reservation hold
- * SEGMENT_RESERVE_LOCK, so owners starting together see each other's share. Returns 0, or a negative errno with
- * the reason in err (a sentence without the key's name). */
+ * reserving it would wake the OOM killer. With prefault, the check and the
+ * reservation hold the reserve lock (reserve_lock.h), so owners starting
+ * together see each other's share. Returns 0, or a negative errno with the
+ * reason in err (a sentence without the key's name). */
 int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge, char *err,
                    size_t errlen);
 void segment_destroy(segment *s);

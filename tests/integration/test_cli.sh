@@ -165,6 +165,16 @@ check "a FIFO at the lock's path is skipped ($(grep -c 'not a regular file' "$di
   grep -q "not a regular file" "$dir/lf.log"
 check "and the owner still creates its segment" grep -q "segment:" "$dir/lf.log"
 kill "$lfpid" 2>/dev/null; wait "$lfpid" 2>/dev/null
+# Two SSD paths on one file system make one tier (the first path's limit):
+# the owner says that the second limit is not used.
+"$bin/fluxon-owner" --cluster-name t --master 127.0.0.1:1 --memory-size 16MB \
+  --client-socket "$dir/mp.sock" --large-file-paths "$dir/mp0,$dir/mp1" \
+  --large-limit-size 2MB,1MB 2>"$dir/mp.log" &
+mppid=$!
+for _ in $(seq 200); do grep -q "same file system" "$dir/mp.log" && break; sleep 0.02; done
+check "a second SSD path on the same file system is reported ($(head -c 300 "$dir/mp.log"))" \
+  grep -q "large_file_paths\[1\] $dir/mp1 is on the same file system" "$dir/mp.log"
+kill "$mppid" 2>/dev/null; wait "$mppid" 2>/dev/null
 
 out=$("$bin/fluxon-master" --listen nonsense 2>&1); rc=$?
 check "master bad --listen exits 2" test $rc -eq 2

@@ -81,17 +81,25 @@ static void client_call_times_out_when_owner_is_stuck(void)
     CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
 }
 
+/* Starts two owners of 16 MiB under a master with --heartbeat-interval
+ * interval and connects a client to owner 0. */
+static fx_client *start_two_owners(test_cluster *tc, const char *interval)
+{
+    const char *const args[] = {"--heartbeat-interval", interval, NULL};
+    REQUIRE(cluster_start_n(tc, 2, 16ull << 20, args) == 0, "cluster start");
+    int err;
+    fx_client *c = fx_connect(tc->sockets[0], &err);
+    REQUIRE(c, "connect: %s", fx_strerror(err));
+    return c;
+}
+
 /* A master stopped for longer than the heartbeat timeout tombed every owner
  * when it resumed (and they exited): its sweep ran before it read the
  * heartbeats waiting in its sockets. */
 static void master_pause_does_not_tomb_the_owners(void)
 {
     test_cluster tc;
-    const char *const args[] = {"--heartbeat-interval", "100ms", NULL}; /* timeout 300 ms */
-    REQUIRE(cluster_start_n(&tc, 2, 16ull << 20, args) == 0, "cluster start");
-    int err;
-    fx_client *c = fx_connect(tc.sockets[0], &err);
-    REQUIRE(c, "connect");
+    fx_client *c = start_two_owners(&tc, "100ms"); /* timeout 300 ms */
     CHECK(fx_put(c, "before", 6, "value", 5) == 0, "put before the pause");
     kill(tc.master_pid, SIGSTOP);
     usleep(1500 * 1000); /* five heartbeat timeouts */
@@ -118,11 +126,7 @@ static void master_pause_does_not_tomb_the_owners(void)
 static void short_heartbeat_timeout_still_drops_a_stopped_owner(void)
 {
     test_cluster tc;
-    const char *const args[] = {"--heartbeat-interval", "50ms", NULL}; /* timeout 150 ms */
-    REQUIRE(cluster_start_n(&tc, 2, 16ull << 20, args) == 0, "cluster start");
-    int err;
-    fx_client *c = fx_connect(tc.sockets[0], &err);
-    REQUIRE(c, "connect");
+    fx_client *c = start_two_owners(&tc, "50ms"); /* timeout 150 ms */
     kill(tc.owner_pids[1], SIGSTOP);
     size_t n = 2;
     fx_owner_stat st[4];
