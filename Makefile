@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-hitrate bench-pressure bench-smoke bench-ssd bench-ssd-refill fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-control bench-hitrate bench-pressure bench-smoke bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -51,6 +51,11 @@ bench: build
 # Owner-to-owner pulls and pushes against one loopback TCP stream (docs/benchmarks.md).
 bench-cluster: build
 	@$(BENCH_CLUSTER)
+
+# What one put / remote get / local get costs each process in CPU time and sleeps,
+# next to one Unix-socket round trip: the fixed cost of a remote get (docs/benchmarks.md).
+bench-control: build
+	@./scripts/hugepages.sh $$(( 2 * 1024 * 1048576 )) && $(BUILD)/bench/fx_bench_control
 
 # Hit rate of the master's replica eviction policy against LRU and Belady's MIN on
 # seeded Zipf traces: simulated, then replayed on a one-owner cluster with a
