@@ -51,8 +51,11 @@ typedef struct fx_holder fx_holder;
 fx_client *fx_connect(const char *socket_path, int *err);
 
 /* Stores len bytes of val under key (klen bytes, binary-safe, 1..4096 bytes).
- * Returns 0 once the value is readable by every client; an overwrite makes the
- * old value unreachable for new gets. FX_ENOSPC when the value does not fit. */
+ * Returns 0 once the value is stored: from then on every new get on this
+ * client reads it. Other clients may still read the previous value from
+ * their indexes until the master's invalidation reaches them: asynchronous,
+ * within 100 ms (well under 5 ms on one machine). Holders already taken keep
+ * the bytes they had. FX_ENOSPC when the value does not fit. */
 int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t len);
 
 /* Options of fx_put_opts (zero-initialize, then set what you need). */
@@ -120,8 +123,9 @@ typedef struct fx_put_handle fx_put_handle;
  * staging range in the shared segment to fill (fx_put_handle_data), so a
  * producer writes its bytes once. End it with fx_put_commit (the value
  * becomes readable, as fx_put) or fx_put_abort; either frees the handle.
- * Until then the staging range is held (an abandoned handle is revoked when
- * the client closes). Returns 0 with *out set, or an FX_E* code. */
+ * Until then the staging range is held. fx_close() revokes and frees every
+ * handle still open: using one after fx_close() is undefined, as for holders.
+ * Returns 0 with *out set, or an FX_E* code. */
 int fx_put_begin(fx_client *c, const char *key, size_t klen, size_t len,
                  const fx_put_options *opts, fx_put_handle **out);
 /* The len writable bytes of the put (valid until commit or abort). */
@@ -132,15 +136,18 @@ int fx_put_commit(fx_put_handle *p);
 /* Drops the put; nothing is stored; frees p (NULL is a no-op). */
 void fx_put_abort(fx_put_handle *p);
 
-/* Removes key. FX_ENOTFOUND if it was absent. Holders already taken stay valid. */
+/* Removes key. FX_ENOTFOUND if it was absent. Once it returns, this client
+ * no longer reads key; other clients stop within 100 ms (the invalidation is
+ * asynchronous, as for an overwriting put). Holders already taken stay valid. */
 int fx_delete(fx_client *c, const char *key, size_t klen);
 
 /* 1 when key has a readable value, 0 when not, or a negative FX_E* code. */
 int fx_exists(fx_client *c, const char *key, size_t klen);
-/* The value's length in *size, or FX_ENOTFOUND. */
+/* The value's length in *size, or FX_ENOTFOUND (FX_EINVAL when size is NULL). */
 int fx_get_size(fx_client *c, const char *key, size_t klen, uint64_t *size);
 /* How many keys start with prefix (plen may be 0: all keys), from the
- * master's prefix index; eventually consistent with puts in flight. */
+ * master's prefix index; eventually consistent with puts in flight.
+ * FX_EINVAL when count is NULL. */
 int fx_count_prefix(fx_client *c, const char *prefix, size_t plen, uint64_t *count);
 
 /* Creates a lease that expires ttl_ms milliseconds from now unless kept

@@ -2,7 +2,8 @@
  * fileio.c - the file chores of the `fluxon` command (see fileio.h).
  *
  * Values given to `put` may be large, so fio_read_all sizes its buffer from
- * fstat when the input is a regular file and doubles it otherwise (pipes).
+ * fstat when the input is a regular file and doubles it otherwise (pipes), up
+ * to one byte past the caller's limit.
  */
 #include "cli/fileio.h"
 
@@ -17,14 +18,21 @@
 
 #define READ_CHUNK_MIN (64u * 1024u)
 
-int fio_read_all(int fd, void **buf, size_t *len)
+int fio_read_all(int fd, size_t limit, void **buf, size_t *len)
 {
     struct stat st;
     size_t cap = READ_CHUNK_MIN;
+    if (limit >= SIZE_MAX - 1)
+        limit = SIZE_MAX - 2;
     /* One byte more than the file size so that EOF is seen without a realloc. */
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        (uint64_t)st.st_size < SIZE_MAX - 1)
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        if ((uint64_t)st.st_size > limit)
+            return -EFBIG;
         cap = (size_t)st.st_size + 1;
+    }
+    /* Never more than limit + 1 bytes: one past the limit proves the excess. */
+    if (cap > limit + 1)
+        cap = limit + 1;
 
     char *data = malloc(cap);
     if (!data)
@@ -32,17 +40,18 @@ int fio_read_all(int fd, void **buf, size_t *len)
     size_t used = 0;
     for (;;) {
         if (used == cap) {
-            if (cap > SIZE_MAX / 2) {
+            if (cap > limit) {
                 free(data);
                 return -EFBIG;
             }
-            char *bigger = realloc(data, cap * 2);
+            size_t next = cap > SIZE_MAX / 2 || cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+            char *bigger = realloc(data, next);
             if (!bigger) {
                 free(data);
                 return -ENOMEM;
             }
             data = bigger;
-            cap *= 2;
+            cap = next;
         }
         size_t want = cap - used;
         if (want > (size_t)SSIZE_MAX)

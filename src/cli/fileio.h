@@ -9,10 +9,13 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* Reads fd to its end into a malloc'd buffer (any size; at least one byte is
+/* Reads fd to its end into a malloc'd buffer (at least one byte is
  * allocated, so *buf is never NULL on success). The caller frees *buf.
- * On failure nothing is allocated and *buf, *len are unchanged. */
-int fio_read_all(int fd, void **buf, size_t *len);
+ * -EFBIG when the stream holds more than limit bytes: a regular file is
+ * refused by its size, a pipe once limit + 1 bytes arrived, so memory stays
+ * bounded whatever the input (an endless `yes |`). On failure nothing is
+ * allocated and *buf, *len are unchanged. */
+int fio_read_all(int fd, size_t limit, void **buf, size_t *len);
 
 /* Writes all len bytes, retrying short writes and EINTR. */
 int fio_write_all(int fd, const void *buf, size_t len);

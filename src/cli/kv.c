@@ -67,6 +67,23 @@ static fx_client *connect_owner(const char *cmd, const char *flag)
     return c;
 }
 
+/* The most bytes one value may have: the largest live owner's segment (no
+ * value can be placed beyond it), or SIZE_MAX when the cluster does not say. */
+static size_t largest_segment(fx_client *c)
+{
+    fx_owner_stat st[64];
+    size_t n = 0;
+    uint64_t most = 0;
+    if (fx_stat(c, st, sizeof st / sizeof st[0], &n) != 0)
+        return SIZE_MAX;
+    for (size_t i = 0; i < n && i < sizeof st / sizeof st[0]; i++)
+        if (st[i].live && st[i].memory_capacity > most)
+            most = st[i].memory_capacity;
+    if (n > sizeof st / sizeof st[0] || most == 0 || most >= SIZE_MAX)
+        return SIZE_MAX; /* owners beyond those read may be larger */
+    return (size_t)most;
+}
+
 int cli_put(int argc, char **argv)
 {
     const char *sock = NULL, *pos[2];
@@ -92,9 +109,16 @@ int cli_put(int argc, char **argv)
     fx_client *c = connect_owner("put", sock);
     if (!c)
         goto out;
-    if ((rc = fio_read_all(fd, &val, &len)) != 0) {
-        fprintf(stderr, "fluxon put: %s: %s\n", fd == STDIN_FILENO ? "stdin" : file,
-                strerror(-rc));
+    size_t limit = largest_segment(c);
+    if ((rc = fio_read_all(fd, limit, &val, &len)) != 0) {
+        const char *src = fd == STDIN_FILENO ? "stdin" : file;
+        if (rc == -EFBIG)
+            fprintf(stderr,
+                    "fluxon put: NoSpace: %s holds more than %zu bytes, the largest owner's "
+                    "memory\n",
+                    src, limit);
+        else
+            fprintf(stderr, "fluxon put: %s: %s\n", src, strerror(-rc));
         goto out;
     }
     if ((rc = fx_put(c, key, strlen(key), val, len)) != 0) {

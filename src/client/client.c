@@ -61,6 +61,10 @@ fx_client *fx_connect(const char *socket_path, int *err)
 {
     int e = 0;
     client_clear_error();
+    if (socket_path && !*socket_path) {
+        e = client_fail(FX_EINVAL, "the socket path is empty");
+        goto fail_early;
+    }
     if (!socket_path)
         socket_path = getenv("FLUXON_SOCKET");
     if (!socket_path || !*socket_path) {

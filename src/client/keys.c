@@ -43,6 +43,10 @@ int fx_exists(fx_client *c, const char *key, size_t klen)
 
 int fx_get_size(fx_client *c, const char *key, size_t klen, uint64_t *size)
 {
+    if (!size) {
+        client_clear_error();
+        return client_fail(FX_EINVAL, "size is NULL");
+    }
     Fx__KeyInfoResp *r;
     int err = key_info(c, key, klen, false, &r);
     if (err)
@@ -51,20 +55,22 @@ int fx_get_size(fx_client *c, const char *key, size_t klen, uint64_t *size)
         msg_free(&r->base);
         return client_fail(FX_ENOTFOUND, "KeyNotFound");
     }
-    if (size)
-        *size = r->len;
+    *size = r->len;
     msg_free(&r->base);
     return 0;
 }
 
 int fx_count_prefix(fx_client *c, const char *prefix, size_t plen, uint64_t *count)
 {
+    if (!count) {
+        client_clear_error();
+        return client_fail(FX_EINVAL, "count is NULL");
+    }
     Fx__KeyInfoResp *r;
     int err = key_info(c, prefix, plen, true, &r);
     if (err)
         return err;
-    if (count)
-        *count = r->count;
+    *count = r->count;
     msg_free(&r->base);
     return 0;
 }

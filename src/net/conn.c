@@ -20,6 +20,7 @@
 #include "common/hashtable.h"
 #include "common/log.h"
 #include "net/frame.h"
+#include "net/unix_path.h"
 
 #define READ_CHUNK (64u * 1024u)
 /* A peer that leaves more than this unread in our write queue is not reading:
@@ -61,6 +62,7 @@ struct net_listener {
     net_accept_fn on_accept;
     void *ud;
     char path[108];
+    unix_path_id path_id; /* the socket file we bound, removed at close */
     net_conn *conns; /* accepted and still open */
 };
 
@@ -394,10 +396,17 @@ net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const 
             return NULL;
         }
         snprintf(l->path, sizeof l->path, "%s", addr);
-        unlink(addr);
+        r = unix_path_claim(addr);
+        if (r < 0) {
+            free(l);
+            *err = r;
+            return NULL;
+        }
         uv_pipe_init(loop, &l->h.pipe, 0);
         l->h.handle.data = l;
         r = uv_pipe_bind(&l->h.pipe, addr);
+        if (r == 0)
+            l->path_id = unix_path_identify(addr);
     } else {
         char host[256];
         const char *colon = strrchr(addr, ':');
@@ -449,7 +458,7 @@ void net_listener_close(net_listener *l)
         net_conn_close(c);
     }
     if (l->is_unix)
-        unlink(l->path);
+        unix_path_release(l->path, l->path_id);
     uv_close(&l->h.handle, (uv_close_cb)free);
 }
 

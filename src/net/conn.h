@@ -38,9 +38,10 @@ typedef void (*net_connect_fn)(net_conn *c, int status, void *ud);
 typedef struct net_listener net_listener;
 
 /* Listens on "host:port" (is_unix false) or a Unix socket path (is_unix true;
- * a stale socket file is replaced). Accepted connections use ops and are
- * passed to on_accept before reading starts. Returns NULL with a negative
- * errno in *err. */
+ * a stale socket file is replaced, a live one or a non-socket is refused with
+ * -EADDRINUSE or -EEXIST, see unix_path.h; closing removes the file only while
+ * it is still ours). Accepted connections use ops and are passed to on_accept
+ * before reading starts. Returns NULL with a negative errno in *err. */
 net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const net_conn_ops *ops,
                          net_accept_fn on_accept, void *ud, int *err);
 /* The bound TCP port (after listening on port 0). */

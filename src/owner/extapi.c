@@ -381,8 +381,11 @@ int owner_ext_listen(owner *o)
     }
     o->ext_listener = net_listen(o->loop, o->cfg.client_socket, true, &ext_ops, on_ext_accept, o, &err);
     if (!o->ext_listener) {
+        const char *why = err == -EADDRINUSE ? "another process (a running owner?) serves it"
+                          : err == -EEXIST   ? "it exists and is not a socket"
+                                             : uv_strerror(err);
         FX_LOG(ERROR, "fluxonkv_spec.client_socket: cannot listen on %s: %s", o->cfg.client_socket,
-               uv_strerror(err));
+               why);
         return err;
     }
     FX_LOG(INFO, "serving externals on %s", o->cfg.client_socket);

@@ -10,7 +10,9 @@
  *
  * Every YAML key can be given as a flag; flags override the file. Bad values
  * are startup errors naming the key, exit code 2; so is an SSD tier
- * (large_file_paths + large_limit_size) that cannot be opened. The SSD tier
+ * (large_file_paths + large_limit_size) that cannot be opened, a client_socket
+ * that another process serves or that is not a socket, and a registration the
+ * master refuses as InvalidArgument (a cluster_name that is not its own). The SSD tier
  * opens before the segment and closes after the loop has drained.
  */
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include "common/config.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "net/unix_path.h"
 #include "owner/dataplane/dataplane.h"
 #include "owner/owner.h"
 #include "owner/ssd_tier.h"
@@ -144,6 +147,18 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    /* Early, before the cluster hears of us: a socket path that another
+     * owner serves (or a file that is no socket) is a configuration error.
+     * The listener checks again when it binds, after registration. */
+    int pe = unix_path_claim(o.cfg.client_socket);
+    if (pe < 0) {
+        fprintf(stderr, "fluxon-owner: fluxonkv_spec.client_socket: %s: %s\n", o.cfg.client_socket,
+                pe == -EADDRINUSE ? "another process (a running owner?) serves it"
+                : pe == -EEXIST   ? "it exists and is not a socket"
+                                  : strerror(-pe));
+        rc = 2;
+        goto out;
+    }
     /* Before node_name gets its per-process default: the SSD root's name must
      * not change from one run to the next. */
     if (ssd_tier_open(&o, err, sizeof err) < 0) {
@@ -205,7 +220,6 @@ int main(int argc, char **argv)
         dp_engine_free(o.dp);
     free(o.members);
     uv_loop_close(o.loop);
-    unlink(o.cfg.client_socket);
     segment_destroy(&o.seg);
     free(o.acks);
     rc = o.exit_code;

@@ -111,7 +111,8 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
         FX_LOG(ERROR, "registration with the master failed: %s%s%s",
                fx_strerror(status ? status : msg_status(msg)), status ? "" : ": ",
                status ? "" : msg_detail(msg));
-        owner_stop(o, 1);
+        /* InvalidArgument: our settings (cluster_name) do not fit this master */
+        owner_stop(o, !status && msg_status(msg) == FX_EINVAL ? 2 : 1);
         return;
     }
     Fx__RegisterResp *r = (Fx__RegisterResp *)msg;
@@ -124,7 +125,7 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
     uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
     ssd_tier_start(o);
     if (owner_ext_listen(o) < 0)
-        owner_stop(o, 1);
+        owner_stop(o, 2); /* fluxonkv_spec.client_socket cannot be served */
 }
 
 static void on_connect_retry(uv_timer_t *t)

@@ -35,6 +35,13 @@ static void batch_keys_free(batch_keys *b)
 static int batch_keys_init(batch_keys *b, PyObject *keys)
 {
     *b = (batch_keys){0};
+    /* A lone key is a sequence too (of its characters or bytes): refuse it
+     * rather than look up every character. */
+    if (PyUnicode_Check(keys) || PyBytes_Check(keys) || PyByteArray_Check(keys)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "keys must be a sequence of str or bytes, not a single key");
+        return -1;
+    }
     b->seq = PySequence_Fast(keys, "keys must be a sequence of str or bytes");
     if (!b->seq)
         return -1;

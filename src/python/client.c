@@ -32,7 +32,7 @@ static void finish_close_if_idle(fxpy_client *self)
 fx_client *fxpy_client_enter(fxpy_client *self)
 {
     if (self->closing || !self->fx) {
-        PyErr_SetString(fxpy_Error, "the client is closed");
+        fxpy_raise_instance(fxpy_error_new(FX_ECONN, "the client is closed"));
         return NULL;
     }
     self->inflight++;
@@ -307,8 +307,7 @@ static PyObject *client_enter_ctx(fxpy_client *self, PyObject *unused)
 {
     (void)unused;
     if (self->closing) {
-        PyErr_SetString(fxpy_Error, "the client is closed");
-        return NULL;
+        return fxpy_raise_instance(fxpy_error_new(FX_ECONN, "the client is closed"));
     }
     return Py_NewRef(self);
 }

@@ -19,7 +19,8 @@ static int add_class(PyObject *m, PyObject **slot, const char *name, PyObject *b
 {
     char full[64];
     PyOS_snprintf(full, sizeof full, "fluxon.%s", name);
-    /* Error.code is None for errors of the module itself (a closed client). */
+    /* Every instance the module raises sets its own code; None is only the
+     * class default, for instances made by hand. */
     PyObject *dict = NULL;
     if (base == PyExc_Exception && !(dict = Py_BuildValue("{sO}", "code", Py_None)))
         return -1;

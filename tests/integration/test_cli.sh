@@ -68,7 +68,44 @@ check "get miss exits 1" test $rc -eq 1
 check "get miss prints KeyNotFound" grep -q KeyNotFound <<<"$err"
 "$bin/fluxon" del missing 2>/dev/null; rc=$?
 check "del miss exits 1" test $rc -eq 1
+# A value larger than any owner's memory is refused once that much has been
+# read: an endless stream must not grow the command's memory (a 256 MB owner).
+out=$( (ulimit -v 1500000; yes | "$bin/fluxon" put endless -) 2>&1); rc=$?
+check "put of an endless stdin exits 1 (got $rc)" test $rc -eq 1
+check "put of an endless stdin says NoSpace and the limit ($out)" \
+  grep -q 'NoSpace: stdin holds more than 268435456 bytes' <<<"$out"
+truncate -s 300M "$dir/sparse.bin"
+out=$("$bin/fluxon" put sparse "$dir/sparse.bin" 2>&1); rc=$?
+check "put of a file larger than the memory exits 1 (got $rc)" test $rc -eq 1
+check "put of a file larger than the memory is refused by its size ($out)" \
+  grep -q 'NoSpace: .*sparse.bin holds more than' <<<"$out"
+rm -f "$dir/sparse.bin"
 for k in big greeting empty; do check "del $k" "$bin/fluxon" del "$k"; done
+
+# A second owner configured with a running owner's client socket is refused
+# before it joins the cluster, and the running owner keeps its socket; so is a
+# client_socket that is some other file, which stays as it was.
+sed 's/^node_name: .*/node_name: intruder/' "$dir/owner0.yaml" > "$dir/intruder.yaml"
+# (timeout: an owner that wrongly starts would otherwise run on)
+out=$(timeout 20 "$bin/fluxon-owner" --config "$dir/intruder.yaml" 2>&1); rc=$?
+check "an owner on a served socket exits 2 (got $rc)" test $rc -eq 2
+check "it names client_socket and says it is served ($out)" \
+  grep -q 'client_socket: .*another process' <<<"$out"
+check "the running owner still serves its socket" bash -c "'$bin/fluxon' stat | grep -q '^owner0 '"
+check "no second owner joined" test "$("$bin/fluxon" stat | wc -l)" -eq 1
+printf 'precious\n' > "$dir/not-a-socket"
+out=$(timeout 20 "$bin/fluxon-owner" --config "$dir/intruder.yaml" --client-socket "$dir/not-a-socket" 2>&1)
+rc=$?
+check "a client_socket that is a plain file: exit 2 (got $rc)" test $rc -eq 2
+check "it says the path is not a socket ($out)" grep -q 'client_socket: .*not a socket' <<<"$out"
+check "the plain file is left alone" test "$(cat "$dir/not-a-socket")" = "precious"
+# A cluster_name the master does not have: refused at registration, exit 2.
+out=$(timeout 20 "$bin/fluxon-owner" --config "$dir/intruder.yaml" --client-socket "$dir/other.sock" \
+  --cluster-name not-this-one 2>&1); rc=$?
+check "a cluster_name the master refuses: exit 2 (got $rc)" test $rc -eq 2
+check "it names cluster_name ($out)" grep -q "cluster_name 'not-this-one' does not match" <<<"$out"
+check "the refused owner leaves no socket" test ! -e "$dir/other.sock"
+
 check "get after del misses" bash -c "! '$bin/fluxon' get greeting >/dev/null 2>&1"
 
 used=""

@@ -268,6 +268,18 @@ static void test_null_args(test_cluster *tc)
               fx_stat(c, NULL, 1, &n) == FX_EINVAL,
           "fx_stat with a NULL client, n or out");
     CHECK(fx_stat(c, NULL, 0, &n) == 0 && n == 2, "fx_stat counting only (%zu owners)", n);
+    CHECK(fx_get_size(c, "nul", 3, NULL) == FX_EINVAL &&
+              strstr(fx_last_error_detail(), "size is NULL") != NULL,
+          "fx_get_size with size NULL (%s)", fx_last_error_detail());
+    CHECK(fx_count_prefix(c, "n", 1, NULL) == FX_EINVAL &&
+              strstr(fx_last_error_detail(), "count is NULL") != NULL,
+          "fx_count_prefix with count NULL (%s)", fx_last_error_detail());
+    setenv("FLUXON_SOCKET", tc->sockets[0], 1);
+    CHECK(fx_connect("", &err) == NULL && err == FX_EINVAL &&
+              strstr(fx_last_error_detail(), "empty") != NULL,
+          "fx_connect(\"\") is an empty path even with FLUXON_SOCKET set (%s)",
+          fx_last_error_detail());
+    unsetenv("FLUXON_SOCKET");
     CHECK(fx_holder_data(NULL) == NULL && fx_holder_len(NULL) == 0 &&
               fx_holder_source(NULL) == FX_EINVAL,
           "holder accessors on NULL");

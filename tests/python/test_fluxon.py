@@ -328,6 +328,11 @@ class FluxonTest(unittest.TestCase):
         self.assertEqual(c.batch_get([]), [])
         with self.assertRaises(ValueError):
             c.batch_put(keys, vals[:3])
+        for lone in (keys[0], keys[0].encode(), bytearray(b"abc")):  # one key, not a list
+            with self.assertRaises(TypeError):
+                c.batch_get(lone)
+            with self.assertRaises(TypeError):
+                c.batch_put(lone, [b"x"] * len(lone))
 
     def test_batch_larger_than_batch_max(self):
         c = self.client
@@ -461,8 +466,10 @@ class FluxonTest(unittest.TestCase):
             c2.put(self.key(), b"cm")
             self.assertEqual(c2.get(self.key()).access(), b"cm")
         self.assertTrue(c2.closed)
-        with self.assertRaises(fluxon.Error):
+        with self.assertRaises(fluxon.Error) as cm:
             c2.put(self.key(), b"after")
+        self.assertEqual(cm.exception.code, -4)  # FX_ECONN, as README says: .code is set
+        self.assertIn("closed", str(cm.exception))
         with self.assertRaises(fluxon.Error):
             c2.get(self.key())
         with self.assertRaises(fluxon.Error):
