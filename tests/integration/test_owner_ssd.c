@@ -258,7 +258,9 @@ static void fm_hangup(void)
 
 /* ---- the owner process -------------------------------------------------------------------- */
 
-static pid_t spawn_owner(const char *config)
+/* Starts fluxon-owner --config config, with --client-socket other_socket
+ * when that is not NULL. */
+static pid_t spawn_owner_at(const char *config, const char *other_socket)
 {
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -274,9 +276,17 @@ static pid_t spawn_owner(const char *config)
     }
     char bin[512];
     snprintf(bin, sizeof bin, "%s", cluster_bin("fluxon-owner"));
-    char *argv[] = {bin, "--config", (char *)config, "--log-level", "info", NULL};
+    char *argv[] = {bin,       "--config", (char *)config, "--log-level", "info",
+                    "--client-socket", (char *)other_socket, NULL};
+    if (!other_socket)
+        argv[5] = NULL;
     execv(bin, argv);
     _exit(127);
+}
+
+static pid_t spawn_owner(const char *config)
+{
+    return spawn_owner_at(config, NULL);
 }
 
 static int wait_owner(pid_t pid, int timeout_ms)
@@ -639,11 +649,12 @@ int main(void)
     fx_client *c = connect_client();
     REQUIRE(c, "connect to the owner");
 
-    /* A second owner on the same root: locked, exit 2 naming the key. */
+    /* A second owner on the same root (its own client socket, or that would
+     * be refused first): locked, exit 2 naming the key. */
     {
-        char log2[320];
-        snprintf(log2, sizeof log2, "%s", log_path);
-        int rc = wait_owner(spawn_owner(yaml), 10000);
+        char sock2[320];
+        snprintf(sock2, sizeof sock2, "%s/second.sock", dir);
+        int rc = wait_owner(spawn_owner_at(yaml, sock2), 10000);
         CHECK(rc == 2, "a second owner on a locked root exits 2 (got %d)", rc);
         CHECK(log_has("locked by another owner"), "the error says the root is locked");
     }
