@@ -7,6 +7,8 @@
  *   DIR/ssd<i>/      owner i's SSD tier, with --ssd SIZE (large_file_paths:
  *                    [DIR/ssd<i>], large_limit_size: [SIZE])
  *
+ * DIR/cluster.lock  held by `up` and `down` while they work (it stays)
+ *
  * Pid files name the running daemons; master.addr is the master's
  * "HOST:PORT\n", written by the master once it listens; logs stay after
  * `down` for a post-mortem.
@@ -40,6 +42,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -168,14 +171,57 @@ static void remove_ssd_dirs(const char *dir)
         cluster_names_free(ssds, (size_t)n);
 }
 
-/* The pid in DIR/NAME when it names a running Fluxon daemon, else 0. */
+/* True when pid runs the daemon that DIR/pidname (master.pid, owner<i>.pid)
+ * stands for: a Fluxon daemon started with this directory's file as an
+ * argument (the master's --port-file DIR/master.addr, an owner's --config
+ * DIR/owner<i>.yaml). A reused pid, even of another cluster's daemon, is not. */
+static bool daemon_of_dir(pid_t pid, const char *dir, const char *pidname)
+{
+    char mark[PATH_MAX], name[NAME_MAX + 1];
+    size_t n = strlen(pidname);
+    if (n < 4 || n - 4 > NAME_MAX - 5 || strcmp(pidname + n - 4, ".pid") != 0)
+        return false;
+    if (strcmp(pidname, "master.pid") == 0)
+        snprintf(name, sizeof name, "master.addr");
+    else
+        snprintf(name, sizeof name, "%.*s.yaml", (int)(n - 4), pidname);
+    return cluster_path(mark, sizeof mark, dir, name) == 0 && proc_alive(pid) &&
+           proc_is_fluxon(pid) && proc_has_arg(pid, mark);
+}
+
+/* The pid in DIR/NAME when it names this directory's running daemon, else 0. */
 static pid_t live_daemon(const char *dir, const char *name)
 {
     char path[PATH_MAX];
     pid_t pid;
     if (cluster_path(path, sizeof path, dir, name) != 0 || proc_pidfile_read(path, &pid) != 0)
         return 0;
-    return proc_alive(pid) && proc_is_fluxon(pid) ? pid : 0;
+    return daemon_of_dir(pid, dir, name) ? pid : 0;
+}
+
+/* Holds DIR/cluster.lock while `up` or `down` works in DIR, so that two of
+ * them never interleave (two `up`s would both find no cluster and start two).
+ * Returns the descriptor (close it to release), or -1 after saying why. */
+static int lock_dir(const char *cmd, const char *dir)
+{
+    char path[PATH_MAX];
+    if (cluster_path(path, sizeof path, dir, "cluster.lock") != 0) {
+        fprintf(stderr, "fluxon %s: %s: path too long\n", cmd, dir);
+        return -1;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "fluxon %s: %s: %s\n", cmd, path, strerror(errno));
+        return -1;
+    }
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno == EINTR)
+            continue;
+        fprintf(stderr, "fluxon %s: cannot lock %s: %s\n", cmd, path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* ---- up ------------------------------------------------------------------------ */
@@ -254,6 +300,7 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
     for (size_t i = 0; i < run->n_owners; i++) {
         unlink(run->owners[i].pid_path);
         unlink(run->owners[i].sock);
+        unlink(run->owners[i].yaml);
     }
     if (run->ssd)
         remove_ssd_dirs(run->dir);
@@ -709,7 +756,13 @@ int cli_up(int argc, char **argv)
         fprintf(stderr, "fluxon up: %s\n", strerror(ENOMEM));
         return CLI_FAIL;
     }
+    int lock = lock_dir("up", dir);
+    if (lock < 0) {
+        free(run.owners);
+        return CLI_FAIL;
+    }
     rc = up_start(&run, master_bin, owner_bin, dram);
+    close(lock);
     free(run.owners);
     return rc;
 }
@@ -730,7 +783,7 @@ static int stop_group(const char *dir, char **names, size_t n)
         pid_t pid = 0;
         pids[i] = 0;
         if (cluster_path(path, sizeof path, dir, names[i]) == 0 &&
-            proc_pidfile_read(path, &pid) == 0 && proc_alive(pid) && proc_is_fluxon(pid))
+            proc_pidfile_read(path, &pid) == 0 && daemon_of_dir(pid, dir, names[i]))
             pids[i] = pid;
     }
     int rc = proc_stop(pids, n, DOWN_TERM_MS, DOWN_KILL_MS);
@@ -774,6 +827,12 @@ int cli_down(int argc, char **argv)
                       access(path, F_OK) == 0;
     if (n == 0 && !has_master) {
         fprintf(stderr, "fluxon down: no cluster in %s\n", dir);
+        cluster_names_free(owners, (size_t)n);
+        return CLI_FAIL;
+    }
+    int lock = lock_dir("down", dir);
+    if (lock < 0) {
+        cluster_names_free(owners, (size_t)n);
         return CLI_FAIL;
     }
 
@@ -782,8 +841,10 @@ int cli_down(int argc, char **argv)
     cluster_names_free(owners, (size_t)n);
     if (has_master && stop_group(dir, master, 1) != 0)
         failed = 1;
-    if (failed)
+    if (failed) {
+        close(lock);
         return CLI_FAIL; /* keep the sockets and configs of what still runs */
+    }
 
     remove_matching(dir, "owner", ".sock");
     remove_matching(dir, "owner", ".yaml");
@@ -792,5 +853,6 @@ int cli_down(int argc, char **argv)
     remove_matching(dir, "master", ".tmp");
     if (cluster_path(path, sizeof path, dir, "master.addr") == 0)
         unlink(path);
+    close(lock); /* cluster.lock itself stays: removing it could split a waiter's lock */
     return CLI_OK;
 }

@@ -282,6 +282,21 @@ bool proc_is_fluxon(pid_t pid)
     return false;
 }
 
+bool proc_has_arg(pid_t pid, const char *arg)
+{
+    char path[64], buf[8192];
+    size_t len;
+    if (pid <= 0)
+        return false;
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    if (fio_read_small(path, buf, sizeof buf, &len) != 0)
+        return false;
+    for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+        if (strcmp(buf + i, arg) == 0)
+            return true;
+    return false;
+}
+
 /* ---- stopping --------------------------------------------------------------- */
 
 /* Waits until none of pids[i] with left[i] set is alive, or deadline passes.

@@ -42,6 +42,10 @@ bool proc_alive(pid_t pid);
  * "fluxon-" program, by command name). */
 bool proc_is_fluxon(pid_t pid);
 
+/* True when one of pid's arguments is exactly arg (false when its command
+ * line cannot be read: then it is not known to be ours). */
+bool proc_has_arg(pid_t pid, const char *arg);
+
 /* Sends SIGTERM to each pid, waits up to term_ms for all to go, then sends
  * SIGKILL to those left and waits up to kill_ms more. Reaps those that are
  * children of the caller. Returns 0 when all are gone, -ETIMEDOUT when one

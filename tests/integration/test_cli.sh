@@ -22,6 +22,9 @@ cleanup() {
   "$bin/fluxon" down --dir "$dir/failing" >/dev/null 2>&1
   "$bin/fluxon" down --dir "$dir/ssd" >/dev/null 2>&1
   "$bin/fluxon" down --dir "$dir/ssd1" >/dev/null 2>&1
+  "$bin/fluxon" down --dir "$dir/race" >/dev/null 2>&1
+  "$bin/fluxon" down --dir "$dir/other-cluster" >/dev/null 2>&1
+  [ -n "${decoy:-}" ] && pkill -P "$decoy" 2>/dev/null && kill "$decoy" 2>/dev/null
   for p in ${direct_pids:-}; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   [ -n "${FX_TEST_KEEP:-}" ] || rm -rf "$dir"
 }
@@ -34,7 +37,8 @@ daemons_in() {
   local p
   for p in /proc/[0-9]*; do
     case "$(cat "$p/comm" 2>/dev/null)" in fluxon-*) ;; *) continue ;; esac
-    tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -q "^$1/" && running "${p#/proc/}" && echo "${p#/proc/}"
+    { tr '\0' '\n' <"$p/cmdline"; } 2>/dev/null | grep -q "^$1/" && running "${p#/proc/}" &&
+      echo "${p#/proc/}"
   done
 }
 
@@ -277,6 +281,40 @@ done
 check "master.pid removed" test ! -e "$mdir/master.pid"
 check "no daemon of the 3-owner cluster is left" test -z "$(daemons_in "$mdir")"
 
+# Two `up`s at once in one directory: one starts the cluster, the other finds
+# it running (they take turns on DIR/cluster.lock); `down` then leaves nothing.
+rdir="$dir/race"
+"$bin/fluxon" up --dir "$rdir" --dram 64MB >"$dir/race1.out" 2>&1 & r1=$!
+"$bin/fluxon" up --dir "$rdir" --dram 64MB >"$dir/race2.out" 2>&1 & r2=$!
+wait $r1; rc1=$?; wait $r2; rc2=$?
+check "of two concurrent ups exactly one succeeds (exits $rc1, $rc2)" test $((rc1 + rc2)) -eq 1
+check "the other says a cluster is already running" \
+  grep -q "already running" "$dir/race1.out" "$dir/race2.out"
+check "one master and one owner run in the directory ($(daemons_in "$rdir" | xargs))" \
+  test "$(daemons_in "$rdir" | wc -l)" -eq 2
+"$bin/fluxon" down --dir "$rdir" >/dev/null
+check "down after the race leaves no daemon" test -z "$(daemons_in "$rdir")"
+
+# Stale pid files that name another cluster's daemons (as reused pids would):
+# down signals only this directory's daemons, not theirs, and not a process
+# that merely has an argument named fluxon-master.
+edir="$dir/other-cluster"; sdir="$dir/stale-pids"
+"$bin/fluxon" up --dir "$edir" --dram 64MB >/dev/null
+emaster=$(cat "$edir/master.pid"); eowner=$(cat "$edir/owner0.pid")
+mkdir -p "$sdir"
+echo "$emaster" > "$sdir/master.pid"; echo "$eowner" > "$sdir/owner0.pid"
+bash -c 'sleep 1000; true' decoy "$dir/fluxon-master" >/dev/null 2>&1 </dev/null & decoy=$!
+echo "$decoy" > "$sdir/owner1.pid"
+out=$("$bin/fluxon" down --dir "$sdir" 2>&1); rc=$?
+check "down over stale pid files exits 0 (got $rc: $out)" test $rc -eq 0
+check "it left the other cluster's master running" running "$emaster"
+check "and the other cluster's owner" running "$eowner"
+check "and a process that merely names fluxon-master" running "$decoy"
+check "the stale pid files are gone" bash -c "! ls '$sdir'/*.pid >/dev/null 2>&1"
+check "the other cluster still serves" bash -c "'$bin/fluxon' stat --socket '$edir/owner0.sock' >/dev/null"
+pkill -P "$decoy" 2>/dev/null; kill "$decoy" 2>/dev/null; wait "$decoy" 2>/dev/null; decoy=
+"$bin/fluxon" down --dir "$edir" >/dev/null
+
 # One owner of three fails at startup: up exits 1, shows that owner's log and
 # stops the master and the other owners.
 fdir="$dir/failing"; fbin="$dir/fakebin"
@@ -292,6 +330,7 @@ check "up prints no socket when it fails" bash -c "! grep -q '^$fdir/owner.\.soc
 sleep 0.1
 check "no daemon is left after a failed up ($(daemons_in "$fdir"))" test -z "$(daemons_in "$fdir")"
 check "no pid file is left after a failed up" bash -c "! ls '$fdir'/*.pid >/dev/null 2>&1"
+check "no owner config is left after a failed up" bash -c "! ls '$fdir'/owner*.yaml >/dev/null 2>&1"
 
 # ---- the master's cache budget --------------------------------------------------
 "$bin/fluxon" up --dir "$dir/budget-bad" --cache-budget 150 >/dev/null 2>&1; rc=$?
