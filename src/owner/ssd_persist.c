@@ -150,9 +150,9 @@ static void write_after(uv_work_t *w, int status)
     ssd_persist_kick(t);
     int rc = status < 0 ? SSD_ECLOSED : p->rc;
     if (rc != SSD_OK) {
-        if (rc != SSD_ECLOSED)
-            FX_LOG(WARN, "SSD persist of a %llu-byte value failed: %s",
-                   (unsigned long long)p->len, ssd_tier_strerror(rc));
+        if (rc != SSD_ECLOSED) /* a failing disk fails every value: a bounded number of lines */
+            FX_LOG_LIMITED(WARN, "SSD persist of a %llu-byte value failed: %s",
+                           (unsigned long long)p->len, ssd_tier_strerror(rc));
         reply(p->conn, &p->hdr, false, ssd_tier_strerror(rc));
         persist_free(p);
         return;

@@ -166,6 +166,28 @@ void ssd_tier_usage(owner *o, uint64_t *capacity, uint64_t *used)
     *used = st.used_bytes;
 }
 
+void ssd_tier_report_errors(owner *o)
+{
+    ssd_tier *t = o->ssd;
+    if (!t)
+        return;
+    ssd_stats st;
+    ssd_get_stats(t->store, &st);
+    uint64_t w = st.write_errors - t->seen_write_errors, r = st.read_errors - t->seen_read_errors,
+             c = st.checksum_failures - t->seen_checksum_failures;
+    t->seen_write_errors = st.write_errors;
+    t->seen_read_errors = st.read_errors;
+    t->seen_checksum_failures = st.checksum_failures;
+    if (!w && !r && !c)
+        return;
+    FX_LOG(WARN,
+           "SSD tier: %llu failed write(s), %llu failed read(s) and %llu value(s) with a bad "
+           "checksum since the last report%s%s; those values are not served from SSD",
+           (unsigned long long)w, (unsigned long long)r, (unsigned long long)c,
+           st.last_io_errno ? "; the latest IO error: " : "",
+           st.last_io_errno ? strerror(st.last_io_errno) : "");
+}
+
 /* ---- local refill ------------------------------------------------------- */
 
 typedef struct ssd_load {

@@ -67,9 +67,16 @@ typedef struct ssd_tier {
     size_t n_batch;
     bool batch_in_flight;
     unsigned batch_failures; /* consecutive failed sends of the current batch */
+    /* The engine's failure counters at the last ssd_tier_report_errors(). */
+    uint64_t seen_write_errors, seen_read_errors, seen_checksum_failures;
 } ssd_tier;
 
 /* ssd_tier.c */
+/* Logs one WARN line when SSD writes or reads failed, or values failed their
+ * checksum, since the last call (with the latest IO error's errno). The
+ * engine only counts; the owner calls this with each heartbeat, so a failing
+ * disk costs one line per heartbeat, not one per value. */
+void ssd_tier_report_errors(owner *o);
 /* Opens the tier when fluxonkv_spec.large_limit_size is configured (o->ssd
  * stays NULL otherwise): one cache root per large_file_paths[i] under the
  * cluster name and node_name ("default" when node_name is not configured:

@@ -400,6 +400,20 @@ static void ring_eviction(void)
 
 /* ---- 3. corrupted shard files ------------------------------------------- */
 
+/* True when the file at path holds needle (read whole: a test log). */
+static bool file_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
 /* Overwrites every shard file under dir with garbage, bypassing the page
  * cache like the owner's reads (O_DIRECT; else write, fdatasync and drop the
  * cached pages). Returns the number of files, or -1. */
@@ -545,6 +559,17 @@ static void corrupted_shards(void)
     CHECK(corrupt == 0, "0 corrupt values returned (%d)", corrupt);
     CHECK(other == 0, "no get failed with anything but KeyNotFound (%d)", other);
     CHECK(gone > 0 && good > 0, "fillers only on SSD were caught, those in DRAM read back");
+    /* The engine only counts; the owner reports the failures with its next
+     * heartbeat, one line for all of them. */
+    char log[600];
+    snprintf(log, sizeof log, "%s/owner0.log", tc.dir);
+    bool reported = false;
+    for (int i = 0; i < 100 && !reported; i++) {
+        reported = file_contains(log, "value(s) with a bad checksum since the last report");
+        if (!reported)
+            sleep_ms(50);
+    }
+    CHECK(reported, "owner0 logs the checksum failures (one WARN line per heartbeat)");
     raw_member_close(&obs);
     fx_close(c0);
     fx_close(c1);

@@ -189,6 +189,7 @@ typedef struct ssd_stats {
     uint64_t read_errors;                /* loads that got SSD_EIO */
     uint64_t checksum_failures, stale_reads; /* loads that dropped their entry */
     uint64_t evictions, evictions_dropped; /* indexed entries evicted; not queued (full) */
+    int last_io_errno; /* errno of the latest failed read or write IO (EIO: short), 0: none */
     size_t n_devices;
     ssd_device_stats devices[SSD_MAX_DEVICE_STATS]; /* the first ones */
 } ssd_stats;

@@ -147,6 +147,7 @@ struct ssd_store {
     _Atomic uint64_t writes, write_errors, direct_reads, scratch_reads, read_errors;
     _Atomic uint64_t reader_loads;
     _Atomic uint64_t checksum_failures, stale_reads, evictions, evictions_dropped;
+    _Atomic int last_io_errno; /* ssd_stats.last_io_errno */
 #ifdef FX_FAILPOINTS
     atomic_uint fp_stale;
 #endif
@@ -155,6 +156,12 @@ struct ssd_store {
 static void count(_Atomic uint64_t *c)
 {
     atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/* Remembers why an IO failed: its negative errno, or EIO for a short one. */
+static void note_io_error(ssd_store *s, int res)
+{
+    atomic_store_explicit(&s->last_io_errno, res < 0 ? -res : EIO, memory_order_relaxed);
 }
 
 /* ---- operations vs close ------------------------------------------------ */
@@ -335,6 +342,7 @@ static int write_value(ssd_store *s, ssd_device *d, int fd, const uint8_t *src, 
             slot_wait(&w, sl);
             done++;
             if (sl->req.res < 0 || (uint32_t)sl->req.res != sl->req.len) {
+                note_io_error(s, sl->req.res);
                 rc = SSD_EIO;
                 break;
             }
@@ -355,8 +363,10 @@ static int write_value(ssd_store *s, ssd_device *d, int fd, const uint8_t *src, 
     for (; done < sub; done++) { /* drain: the IO still uses our buffers */
         io_slot *sl = &slots[done % width];
         slot_wait(&w, sl);
-        if (sl->req.res < 0 || (uint32_t)sl->req.res != sl->req.len)
+        if (sl->req.res < 0 || (uint32_t)sl->req.res != sl->req.len) {
+            note_io_error(s, sl->req.res);
             rc = SSD_EIO;
+        }
     }
     for (unsigned i = 0; i < width; i++)
         buf_put(&s->pool, slots[i].scratch, bufsz);
@@ -873,6 +883,7 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
         if (rc == SSD_OK && short_io) {
             rc = SSD_EIO;
             count(&s->read_errors);
+            note_io_error(s, sl->req.res);
         }
         if (rc == SSD_OK && sl->scratch)
             memcpy(addr + sl->off, (uint8_t *)sl->scratch + sl->skip, sl->len);
@@ -1007,6 +1018,7 @@ void ssd_get_stats(ssd_store *s, ssd_stats *out)
     out->reader_loads = load_counter(&s->reader_loads);
     out->read_errors = load_counter(&s->read_errors);
     out->checksum_failures = load_counter(&s->checksum_failures);
+    out->last_io_errno = atomic_load_explicit(&s->last_io_errno, memory_order_relaxed);
     out->stale_reads = load_counter(&s->stale_reads);
     out->evictions = load_counter(&s->evictions);
     out->evictions_dropped = load_counter(&s->evictions_dropped);
