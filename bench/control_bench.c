@@ -19,11 +19,12 @@
  * and, separately, put: the writer overwrites each key (local placement: no
  * data plane). Every value is checked on its first and last byte. For each
  * row: the p50 latency of one call, and per call the CPU time (from
- * /proc/PID/schedstat, ns) and the sleeps (/proc/PID/status) of the master,
- * owner0, owner1 and this program. Rows for 64-byte and 4 MiB values.
+ * /proc/PID/task/TID/schedstat, ns) and the sleeps (.../status) summed over
+ * the threads of the master, owner0, owner1 and this program. Rows for 64-byte and 4 MiB values.
  * unix-rtt: a 64-byte ping-pong over a socketpair with a forked echo process,
  * both blocking: the price of one hand-off with nothing else in it.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,34 +57,48 @@ typedef struct usage {
     uint64_t sleeps;
 } usage;
 
-/* CPU ns (schedstat's first field) and voluntary switches of pid (0: us). */
-static usage read_usage(pid_t pid)
+/* Adds one thread's CPU ns (schedstat's first field) and voluntary
+ * switches, read from dir (/proc/PID/task/TID). */
+static void add_task(const char *dir, usage *u)
 {
-    usage u = {0, 0};
-    char path[64], line[128];
-    if (pid)
-        snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
-    else
-        snprintf(path, sizeof path, "/proc/self/schedstat");
+    char path[400], line[128];
+    snprintf(path, sizeof path, "%s/schedstat", dir);
     FILE *f = fopen(path, "r");
     if (f) {
         unsigned long long ns;
         if (fscanf(f, "%llu", &ns) == 1)
-            u.cpu_ns = ns;
+            u->cpu_ns += ns;
         fclose(f);
     }
-    if (pid)
-        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    else
-        snprintf(path, sizeof path, "/proc/self/status");
+    snprintf(path, sizeof path, "%s/status", dir);
     f = fopen(path, "r");
     if (f) {
         unsigned long long v;
         while (fgets(line, sizeof line, f))
             if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1)
-                u.sleeps = v;
+                u->sleeps += v;
         fclose(f);
     }
+}
+
+/* CPU ns and voluntary switches of every thread of pid (0: this process):
+ * /proc/PID/schedstat and status cover the main thread only, and a client
+ * has a session thread too. Threads that ended are not counted. */
+static usage read_usage(pid_t pid)
+{
+    usage u = {0, 0};
+    char dir[64], tdir[320];
+    snprintf(dir, sizeof dir, pid ? "/proc/%d/task" : "/proc/self/task", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return u;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(tdir, sizeof tdir, "%s/%s", dir, e->d_name);
+            add_task(tdir, &u);
+        }
+    closedir(d);
     return u;
 }
 
@@ -253,8 +268,11 @@ static double unix_rtt(void)
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
         return 0;
     pid_t pid = fork();
-    if (pid < 0)
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
         return 0;
+    }
     if (pid == 0) {
         close(sv[0]);
         char b[64];
@@ -347,7 +365,8 @@ int main(int argc, char **argv)
     if (cluster_stop(&x.tc) != 0)
         rc = -1;
     if (rc == 0)
-        printf("\nsleeps: voluntary context switches (each one a wake-up later); the client "
-               "column is this program's one thread\n");
+        printf("\ncpu and sleeps (voluntary context switches, each one a wake-up later) are "
+               "summed over each process's threads; client: this program, its two clients' "
+               "session threads included\n");
     return rc ? 1 : 0;
 }

@@ -30,6 +30,7 @@
 #include "cli/proc.h"
 #include "common/mkdir_p.h"
 #include "common/size.h"
+#include "net/unix_path.h"
 #include "fluxon/fluxon.h"
 
 #include <dirent.h>
@@ -199,29 +200,49 @@ static pid_t live_daemon(const char *dir, const char *name)
     return daemon_of_dir(pid, dir, name) ? pid : 0;
 }
 
+/* DIR/cluster.lock while this process holds it (-1: not held); a forked
+ * child that does not exec (the ping probe) closes its copy first thing, so
+ * a probe that outlives a killed `up` cannot keep the directory locked. */
+static int held_lock = -1;
+
 /* Holds DIR/cluster.lock while `up` or `down` works in DIR, so that two of
  * them never interleave (two `up`s would both find no cluster and start two).
- * Returns the descriptor (close it to release), or -1 after saying why. */
-static int lock_dir(const char *cmd, const char *dir)
+ * create: make the file when it is missing (`up`); else a missing file means
+ * no `up` of this version ever ran there, and nothing is locked (0 returned).
+ * Returns 0 with held_lock set (or not, see create), or -1 after saying why. */
+static int lock_dir(const char *cmd, const char *dir, bool create)
 {
     char path[PATH_MAX];
     if (cluster_path(path, sizeof path, dir, "cluster.lock") != 0) {
         fprintf(stderr, "fluxon %s: %s: path too long\n", cmd, dir);
         return -1;
     }
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0644);
+    if (fd < 0 && !create && errno == ENOENT)
+        return 0;
     if (fd < 0) {
         fprintf(stderr, "fluxon %s: %s: %s\n", cmd, path, strerror(errno));
         return -1;
     }
-    while (flock(fd, LOCK_EX) != 0) {
-        if (errno == EINTR)
-            continue;
-        fprintf(stderr, "fluxon %s: cannot lock %s: %s\n", cmd, path, strerror(errno));
-        close(fd);
-        return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "fluxon %s: waiting for another fluxon up or down in %s\n", cmd, dir);
+        while (flock(fd, LOCK_EX) != 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "fluxon %s: cannot lock %s: %s\n", cmd, path, strerror(errno));
+            close(fd);
+            return -1;
+        }
     }
-    return fd;
+    held_lock = fd;
+    return 0;
+}
+
+static void unlock_dir(void)
+{
+    if (held_lock >= 0)
+        close(held_lock);
+    held_lock = -1;
 }
 
 /* ---- up ------------------------------------------------------------------------ */
@@ -299,7 +320,7 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
     }
     for (size_t i = 0; i < run->n_owners; i++) {
         unlink(run->owners[i].pid_path);
-        unlink(run->owners[i].sock);
+        unix_path_claim(run->owners[i].sock); /* removes it only if nobody serves it */
         unlink(run->owners[i].yaml);
     }
     if (run->ssd)
@@ -453,6 +474,8 @@ static int probe_owner(const char *sock, int64_t deadline, char *why, size_t cap
     }
     if (pid == 0) {
         close(pfd[0]);
+        if (held_lock >= 0)
+            close(held_lock); /* the parent's lock is its own, not this probe's */
         int err = FX_ECONN;
         fx_client *c = fx_connect(sock, &err);
         if (c)
@@ -639,8 +662,17 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
      * owners than now) would be taken for this cluster's by `down`. */
     unlink(run->master_addr);
     unlink(run->master_pid);
-    remove_matching(dir, "owner", ".sock");
     remove_matching(dir, "owner", ".pid");
+    /* A socket that still answers belongs to an owner nobody tracks (its pid
+     * file lost): taking the path would cut it off from its clients. */
+    for (size_t i = 0; i < run->n_owners; i++) {
+        int e = unix_path_claim(run->owners[i].sock);
+        if (e < 0) {
+            fprintf(stderr, "fluxon up: %s: %s; stop that process first\n",
+                    run->owners[i].sock, unix_path_strerror(e));
+            return CLI_FAIL;
+        }
+    }
 
     catch_signals();
 
@@ -756,13 +788,12 @@ int cli_up(int argc, char **argv)
         fprintf(stderr, "fluxon up: %s\n", strerror(ENOMEM));
         return CLI_FAIL;
     }
-    int lock = lock_dir("up", dir);
-    if (lock < 0) {
+    if (lock_dir("up", dir, true) < 0) {
         free(run.owners);
         return CLI_FAIL;
     }
     rc = up_start(&run, master_bin, owner_bin, dram);
-    close(lock);
+    unlock_dir();
     free(run.owners);
     return rc;
 }
@@ -782,9 +813,16 @@ static int stop_group(const char *dir, char **names, size_t n)
     for (size_t i = 0; i < n; i++) {
         pid_t pid = 0;
         pids[i] = 0;
-        if (cluster_path(path, sizeof path, dir, names[i]) == 0 &&
-            proc_pidfile_read(path, &pid) == 0 && daemon_of_dir(pid, dir, names[i]))
+        if (cluster_path(path, sizeof path, dir, names[i]) != 0 ||
+            proc_pidfile_read(path, &pid) != 0)
+            continue;
+        if (daemon_of_dir(pid, dir, names[i]))
             pids[i] = pid;
+        else if (proc_alive(pid) && proc_is_fluxon(pid))
+            fprintf(stderr,
+                    "fluxon down: %s names pid %d, a Fluxon daemon not started for %s "
+                    "(another cluster, or this directory moved); left running\n",
+                    path, (int)pid, dir);
     }
     int rc = proc_stop(pids, n, DOWN_TERM_MS, DOWN_KILL_MS);
     for (size_t i = 0; i < n; i++) {
@@ -817,6 +855,10 @@ int cli_down(int argc, char **argv)
     if (!realpath(given, dir))
         snprintf(dir, sizeof dir, "%s", given);
 
+    /* Locked before the pid files are read: an `up` still starting writes
+     * them, and a list taken before it finished would miss its owners. */
+    if (lock_dir("down", dir, false) < 0)
+        return CLI_FAIL;
     char *owners[CLUSTER_MAX_OWNERS];
     int n = cluster_list(dir, "owner", ".pid", owners, CLUSTER_MAX_OWNERS);
     if (n < 0)
@@ -827,12 +869,7 @@ int cli_down(int argc, char **argv)
                       access(path, F_OK) == 0;
     if (n == 0 && !has_master) {
         fprintf(stderr, "fluxon down: no cluster in %s\n", dir);
-        cluster_names_free(owners, (size_t)n);
-        return CLI_FAIL;
-    }
-    int lock = lock_dir("down", dir);
-    if (lock < 0) {
-        cluster_names_free(owners, (size_t)n);
+        unlock_dir();
         return CLI_FAIL;
     }
 
@@ -842,7 +879,7 @@ int cli_down(int argc, char **argv)
     if (has_master && stop_group(dir, master, 1) != 0)
         failed = 1;
     if (failed) {
-        close(lock);
+        unlock_dir();
         return CLI_FAIL; /* keep the sockets and configs of what still runs */
     }
 
@@ -853,6 +890,6 @@ int cli_down(int argc, char **argv)
     remove_matching(dir, "master", ".tmp");
     if (cluster_path(path, sizeof path, dir, "master.addr") == 0)
         unlink(path);
-    close(lock); /* cluster.lock itself stays: removing it could split a waiter's lock */
+    unlock_dir(); /* cluster.lock itself stays: removing it could split a waiter's lock */
     return CLI_OK;
 }

@@ -71,16 +71,22 @@ static fx_client *connect_owner(const char *cmd, const char *flag)
  * value can be placed beyond it), or SIZE_MAX when the cluster does not say. */
 static size_t largest_segment(fx_client *c)
 {
-    fx_owner_stat st[64];
-    size_t n = 0;
-    uint64_t most = 0;
-    if (fx_stat(c, st, sizeof st / sizeof st[0], &n) != 0)
+    size_t n = 0, got = 0;
+    if (fx_stat(c, NULL, 0, &n) != 0 || n == 0)
         return SIZE_MAX;
-    for (size_t i = 0; i < n && i < sizeof st / sizeof st[0]; i++)
+    fx_owner_stat *st = calloc(n, sizeof *st);
+    if (!st || fx_stat(c, st, n, &got) != 0) {
+        free(st);
+        return SIZE_MAX;
+    }
+    uint64_t most = 0;
+    for (size_t i = 0; i < got && i < n; i++)
         if (st[i].live && st[i].memory_capacity > most)
             most = st[i].memory_capacity;
-    if (n > sizeof st / sizeof st[0] || most == 0 || most >= SIZE_MAX)
-        return SIZE_MAX; /* owners beyond those read may be larger */
+    free(st);
+    /* An owner that joined between the two calls may be larger: no limit. */
+    if (got > n || most == 0 || most >= SIZE_MAX)
+        return SIZE_MAX;
     return (size_t)most;
 }
 

@@ -432,6 +432,8 @@ net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const 
         r = uv_listen(&l->h.stream, 512, on_connection);
     if (r < 0) {
         *err = r;
+        if (l->is_unix)
+            unix_path_release(l->path, l->path_id); /* bound but not listening */
         uv_close(&l->h.handle, (uv_close_cb)free);
         return NULL;
     }

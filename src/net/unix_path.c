@@ -42,6 +42,15 @@ int unix_path_claim(const char *path)
     return 0;
 }
 
+const char *unix_path_strerror(int err)
+{
+    if (err == -EADDRINUSE)
+        return "another process (a running owner?) serves it";
+    if (err == -EEXIST)
+        return "it exists and is not a socket";
+    return strerror(-err);
+}
+
 unix_path_id unix_path_identify(const char *path)
 {
     struct stat st;

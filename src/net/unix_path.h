@@ -23,6 +23,9 @@ typedef struct unix_path_id {
  * removed; -EADDRINUSE when a process accepts connections on it; -EEXIST
  * when it is not a socket; another negative errno when it cannot be checked. */
 int unix_path_claim(const char *path);
+/* Says what a unix_path_claim() error means ("another process (a running
+ * owner?) serves it", "it exists and is not a socket", else strerror). */
+const char *unix_path_strerror(int err);
 /* The identity of the socket file now at path (after bind), or {0, 0}. */
 unix_path_id unix_path_identify(const char *path);
 /* Removes path if it still is the socket file `id` names. */

@@ -22,6 +22,7 @@
 #include "common/mkdir_p.h"
 #include "fluxon/fluxon.h"
 #include "net/fdpass.h"
+#include "net/unix_path.h"
 
 #define EXT_PROTOCOL_VERSION 1u
 
@@ -381,11 +382,8 @@ int owner_ext_listen(owner *o)
     }
     o->ext_listener = net_listen(o->loop, o->cfg.client_socket, true, &ext_ops, on_ext_accept, o, &err);
     if (!o->ext_listener) {
-        const char *why = err == -EADDRINUSE ? "another process (a running owner?) serves it"
-                          : err == -EEXIST   ? "it exists and is not a socket"
-                                             : uv_strerror(err);
         FX_LOG(ERROR, "fluxonkv_spec.client_socket: cannot listen on %s: %s", o->cfg.client_socket,
-               why);
+               unix_path_strerror(err));
         return err;
     }
     FX_LOG(INFO, "serving externals on %s", o->cfg.client_socket);

@@ -153,9 +153,7 @@ int main(int argc, char **argv)
     int pe = unix_path_claim(o.cfg.client_socket);
     if (pe < 0) {
         fprintf(stderr, "fluxon-owner: fluxonkv_spec.client_socket: %s: %s\n", o.cfg.client_socket,
-                pe == -EADDRINUSE ? "another process (a running owner?) serves it"
-                : pe == -EEXIST   ? "it exists and is not a socket"
-                                  : strerror(-pe));
+                unix_path_strerror(pe));
         rc = 2;
         goto out;
     }

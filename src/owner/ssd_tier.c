@@ -184,8 +184,8 @@ void ssd_tier_report_errors(owner *o)
            "SSD tier: %llu failed write(s), %llu failed read(s) and %llu value(s) with a bad "
            "checksum since the last report%s%s; those values are not served from SSD",
            (unsigned long long)w, (unsigned long long)r, (unsigned long long)c,
-           st.last_io_errno ? "; the latest IO error: " : "",
-           st.last_io_errno ? strerror(st.last_io_errno) : "");
+           (w || r) && st.last_io_errno ? "; the latest IO error: " : "",
+           (w || r) && st.last_io_errno ? strerror(st.last_io_errno) : "");
 }
 
 /* ---- local refill ------------------------------------------------------- */
