@@ -174,6 +174,9 @@ typedef struct fx_owner_stat {
      * reserved bytes (durable gets in flight, SSD persists in flight, leased
      * replicas), and how many replicas were evicted so far. */
     uint64_t cache_budget, cache_weight, cache_reserved, evictions;
+    /* SSD writes and reads that failed, plus values that failed their
+     * checksum on a refill, since the owner started (its log says more). */
+    uint64_t ssd_errors;
 } fx_owner_stat;
 
 /* Fills up to cap entries of out and sets *n to the number of owners known.

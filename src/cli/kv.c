@@ -266,11 +266,12 @@ int cli_stat(int argc, char **argv)
         printf("%.*s node=%" PRIu32 " live=%d memory_capacity=%" PRIu64 " memory_used=%" PRIu64
                " ssd_capacity=%" PRIu64 " ssd_used=%" PRIu64 " hits_memory=%" PRIu64
                " hits_ssd=%" PRIu64 " misses=%" PRIu64 " cache_budget=%" PRIu64
-               " cache_used=%" PRIu64 " cache_reserved=%" PRIu64 " evictions=%" PRIu64 "\n",
+               " cache_used=%" PRIu64 " cache_reserved=%" PRIu64 " evictions=%" PRIu64
+               " ssd_errors=%" PRIu64 "\n",
                name_len ? name_len : 1, name_len ? o->name : "-", o->node_id, o->live ? 1 : 0,
                o->memory_capacity, o->memory_used, o->ssd_capacity, o->ssd_used,
                o->hits_memory, o->hits_ssd, o->misses, o->cache_budget, o->cache_weight,
-               o->cache_reserved, o->evictions);
+               o->cache_reserved, o->evictions, o->ssd_errors);
     }
     if (fflush(stdout) != 0) {
         fprintf(stderr, "fluxon stat: stdout: %s\n", strerror(errno));

@@ -124,6 +124,7 @@ int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
         d->cache_weight = o->cache_weight;
         d->cache_reserved = o->cache_reserved;
         d->evictions = o->evictions;
+        d->ssd_errors = o->ssd_errors;
         d->hits_ssd = o->hits_ssd;
         d->misses = o->misses;
         snprintf(d->name, sizeof d->name, "%s", o->name ? o->name : "");

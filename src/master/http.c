@@ -100,6 +100,8 @@ void http_publish(master *m)
         fprintf(f, "kv_ssd_capacity_bytes{owner=\"%s\"} %llu\n", n,
                 (unsigned long long)mb->ssd_capacity);
         fprintf(f, "kv_ssd_used_bytes{owner=\"%s\"} %llu\n", n, (unsigned long long)mb->ssd_used);
+        fprintf(f, "fluxon_ssd_errors_total{owner=\"%s\"} %llu\n", n,
+                (unsigned long long)mb->ssd_errors);
         fprintf(f, "fluxon_hits_total{owner=\"%s\",source=\"memory\"} %llu\n", n,
                 (unsigned long long)mb->hits_memory);
         fprintf(f, "fluxon_hits_total{owner=\"%s\",source=\"ssd\"} %llu\n", n,

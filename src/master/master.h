@@ -36,6 +36,7 @@ typedef struct member {
     seg_space *space;
     uint64_t capacity;
     uint64_t ssd_capacity, ssd_used; /* from the last heartbeat */
+    uint64_t ssd_errors;             /* from the last heartbeat: failed SSD IO + bad checksums */
     uint64_t last_heartbeat_ms;
     uint64_t hits_memory, hits_ssd, misses;
     char **pending_invalidations; /* keys to send in the next batch */

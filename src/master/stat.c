@@ -76,6 +76,7 @@ void master_on_stat(master *m, net_conn *c, const frame_hdr *h)
         s->misses = mb->misses;
         s->ssd_capacity = mb->ssd_capacity;
         s->ssd_used = mb->ssd_used;
+        s->ssd_errors = mb->ssd_errors;
         s->cache_budget = mb->space->budget;
         s->cache_weight = replica_cache_weight(mb->space->cache);
         s->cache_reserved = mb->space->reserved;

@@ -188,6 +188,15 @@ void ssd_tier_report_errors(owner *o)
            (w || r) && st.last_io_errno ? strerror(st.last_io_errno) : "");
 }
 
+uint64_t ssd_tier_error_count(owner *o)
+{
+    if (!o->ssd)
+        return 0;
+    ssd_stats st;
+    ssd_get_stats(o->ssd->store, &st);
+    return st.write_errors + st.read_errors + st.checksum_failures;
+}
+
 /* ---- local refill ------------------------------------------------------- */
 
 typedef struct ssd_load {

@@ -77,6 +77,9 @@ typedef struct ssd_tier {
  * engine only counts; the owner calls this with each heartbeat, so a failing
  * disk costs one line per heartbeat, not one per value. */
 void ssd_tier_report_errors(owner *o);
+/* Failed SSD writes + failed reads + bad checksums so far (0 without a tier):
+ * the heartbeat's ssd_errors. */
+uint64_t ssd_tier_error_count(owner *o);
 /* Opens the tier when fluxonkv_spec.large_limit_size is configured (o->ssd
  * stays NULL otherwise): one cache root per large_file_paths[i] under the
  * cluster name and node_name ("default" when node_name is not configured:

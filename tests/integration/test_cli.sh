@@ -122,6 +122,7 @@ for _ in $(seq 100); do
 done
 check "stat shows memory_used=0 after deleting everything (got '$used')" test "$used" = "0"
 check "stat shows the capacity" bash -c "'$bin/fluxon' stat | grep -q 'memory_capacity=268435456'"
+check "stat ends with the SSD error count" bash -c "'$bin/fluxon' stat | grep -q ' ssd_errors=0\$'"
 
 # Owner startup errors: a clear message naming the key, exit code 2.
 owner_err() { # owner_err KEY YAML_BODY
@@ -468,6 +469,8 @@ check "/metrics reports the SSD capacity ($(grep kv_ssd_capacity <<<"$metrics"))
   grep -q '^kv_ssd_capacity_bytes{owner=".*"} 33554432$' <<<"$metrics"
 check "/metrics reports the segment" \
   grep -q '^kvcache_segment_capacity_bytes{owner=".*"} 67108864$' <<<"$metrics"
+check "/metrics reports the SSD error count (none)" \
+  grep -q '^fluxon_ssd_errors_total{owner=".*"} 0$' <<<"$metrics"
 check "the owner's SSD tier has its shard files" \
   bash -c "ls '$ddir'/ssd/demo_cluster_kv_ssd_storage/*/shard-000 >/dev/null 2>&1"
 kill -TERM "$dopid"; wait "$dopid"; rc=$?

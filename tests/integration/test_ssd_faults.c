@@ -571,6 +571,24 @@ static void corrupted_shards(void)
             sleep_ms(50);
     }
     CHECK(reported, "owner0 logs the checksum failures (one WARN line per heartbeat)");
+    /* ... and counts them in its heartbeat, which stat shows. */
+    fx_owner_stat st[4];
+    size_t n = 0;
+    uint64_t errors = 0;
+    for (int i = 0; i < 300 && errors == 0; i++) {
+        if (fx_stat(c0, st, 4, &n) == 0)
+            for (size_t j = 0; j < n && j < 4; j++)
+                if (strcmp(st[j].name, "owner0") == 0)
+                    errors = st[j].ssd_errors;
+        if (errors == 0)
+            sleep_ms(50);
+    }
+    CHECK(errors >= 2, "stat shows owner0's SSD errors (%llu; two probes failed their checksum)",
+          (unsigned long long)errors);
+    for (size_t j = 0; j < n && j < 4; j++)
+        if (strcmp(st[j].name, "owner1") == 0)
+            CHECK(st[j].ssd_errors == 0, "owner1 had none (%llu)",
+                  (unsigned long long)st[j].ssd_errors);
     raw_member_close(&obs);
     fx_close(c0);
     fx_close(c1);
