@@ -172,11 +172,12 @@ static void remove_ssd_dirs(const char *dir)
         cluster_names_free(ssds, (size_t)n);
 }
 
-/* True when pid runs the daemon that DIR/pidname (master.pid, owner<i>.pid)
- * stands for: a Fluxon daemon started with this directory's file as an
- * argument (the master's --port-file DIR/master.addr, an owner's --config
- * DIR/owner<i>.yaml). A reused pid, even of another cluster's daemon, is not. */
-static bool daemon_of_dir(pid_t pid, const char *dir, const char *pidname)
+/* True when pid, a running Fluxon daemon, is the one that DIR/pidname
+ * (master.pid, owner<i>.pid) stands for: started with this directory's file
+ * as an argument (the master's --port-file DIR/master.addr, an owner's
+ * --config DIR/owner<i>.yaml). A reused pid, even of another cluster's
+ * daemon, is not. */
+static bool started_for_dir(pid_t pid, const char *dir, const char *pidname)
 {
     char mark[PATH_MAX], name[NAME_MAX + 1];
     size_t n = strlen(pidname);
@@ -186,18 +187,25 @@ static bool daemon_of_dir(pid_t pid, const char *dir, const char *pidname)
         snprintf(name, sizeof name, "master.addr");
     else
         snprintf(name, sizeof name, "%.*s.yaml", (int)(n - 4), pidname);
-    return cluster_path(mark, sizeof mark, dir, name) == 0 && proc_alive(pid) &&
-           proc_is_fluxon(pid) && proc_has_arg(pid, mark);
+    return cluster_path(mark, sizeof mark, dir, name) == 0 && proc_has_arg(pid, mark);
 }
 
-/* The pid in DIR/NAME when it names this directory's running daemon, else 0. */
-static pid_t live_daemon(const char *dir, const char *name)
+/* The pid in DIR/NAME, 0 when there is none or it names no running Fluxon
+ * daemon (a stale file). */
+static pid_t pidfile_daemon(const char *dir, const char *name)
 {
     char path[PATH_MAX];
     pid_t pid;
     if (cluster_path(path, sizeof path, dir, name) != 0 || proc_pidfile_read(path, &pid) != 0)
         return 0;
-    return daemon_of_dir(pid, dir, name) ? pid : 0;
+    return proc_alive(pid) && proc_is_fluxon(pid) ? pid : 0;
+}
+
+/* The pid in DIR/NAME when it names this directory's running daemon, else 0. */
+static pid_t live_daemon(const char *dir, const char *name)
+{
+    pid_t pid = pidfile_daemon(dir, name);
+    return pid && started_for_dir(pid, dir, name) ? pid : 0;
 }
 
 /* DIR/cluster.lock while this process holds it (-1: not held); a forked
@@ -811,18 +819,14 @@ static int stop_group(const char *dir, char **names, size_t n)
     int failed = 0;
 
     for (size_t i = 0; i < n; i++) {
-        pid_t pid = 0;
-        pids[i] = 0;
-        if (cluster_path(path, sizeof path, dir, names[i]) != 0 ||
-            proc_pidfile_read(path, &pid) != 0)
-            continue;
-        if (daemon_of_dir(pid, dir, names[i]))
+        pid_t pid = pidfile_daemon(dir, names[i]);
+        if (pid && started_for_dir(pid, dir, names[i]))
             pids[i] = pid;
-        else if (proc_alive(pid) && proc_is_fluxon(pid))
+        else if (pid)
             fprintf(stderr,
-                    "fluxon down: %s names pid %d, a Fluxon daemon not started for %s "
+                    "fluxon down: %s/%s names pid %d, a Fluxon daemon not started for %s "
                     "(another cluster, or this directory moved); left running\n",
-                    path, (int)pid, dir);
+                    dir, names[i], (int)pid, dir);
     }
     int rc = proc_stop(pids, n, DOWN_TERM_MS, DOWN_KILL_MS);
     for (size_t i = 0; i < n; i++) {

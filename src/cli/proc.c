@@ -251,16 +251,37 @@ bool proc_alive(pid_t pid)
     return state != 'Z' && state != 'X' && state != 'x';
 }
 
-static bool is_daemon_name(const char *word)
+static bool is_daemon_name(const char *word, const void *unused)
 {
+    (void)unused;
     const char *base = strrchr(word, '/');
     base = base ? base + 1 : word;
     return strcmp(base, "fluxon-master") == 0 || strcmp(base, "fluxon-owner") == 0;
 }
 
-bool proc_is_fluxon(pid_t pid)
+static bool is_same_arg(const char *word, const void *arg)
+{
+    return strcmp(word, arg) == 0;
+}
+
+/* True when one of pid's arguments satisfies match (false when its command
+ * line cannot be read). */
+static bool any_arg(pid_t pid, bool (*match)(const char *word, const void *ctx), const void *ctx)
 {
     char path[64], buf[8192];
+    size_t len;
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    if (fio_read_small(path, buf, sizeof buf, &len) != 0)
+        return false;
+    for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+        if (match(buf + i, ctx))
+            return true;
+    return false;
+}
+
+bool proc_is_fluxon(pid_t pid)
+{
+    char path[64], buf[64];
     size_t len;
     if (pid <= 0)
         return false;
@@ -273,28 +294,12 @@ bool proc_is_fluxon(pid_t pid)
     /* Wrapped daemons (valgrind, timeout, an interpreter): look at each
      * argument's base name. A path that merely contains "fluxon-", such as
      * the default directory /tmp/fluxon-$UID, does not count. */
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-    if (fio_read_small(path, buf, sizeof buf, &len) != 0)
-        return false;
-    for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
-        if (is_daemon_name(buf + i))
-            return true;
-    return false;
+    return any_arg(pid, is_daemon_name, NULL);
 }
 
 bool proc_has_arg(pid_t pid, const char *arg)
 {
-    char path[64], buf[8192];
-    size_t len;
-    if (pid <= 0)
-        return false;
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-    if (fio_read_small(path, buf, sizeof buf, &len) != 0)
-        return false;
-    for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
-        if (strcmp(buf + i, arg) == 0)
-            return true;
-    return false;
+    return pid > 0 && any_arg(pid, is_same_arg, arg);
 }
 
 /* ---- stopping --------------------------------------------------------------- */

@@ -102,7 +102,7 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     default:
         FX_LOG_LIMITED(WARN, "%s: %s is not a master request; closing", net_conn_peer(c),
-               msg_name(h->type));
+                       msg_name(h->type));
         net_conn_close(c);
     }
 }
@@ -142,8 +142,9 @@ static bool loop_stalled(master *m)
     m->last_sweep_ms = now;
     m->sweep_skipped = stalled;
     if (stalled)
-        FX_LOG_LIMITED(WARN, "the master's loop stalled for %llu ms; the sweep waits a round "
-                             "so that what members sent meanwhile is read first",
+        FX_LOG_LIMITED(WARN,
+                       "the master's loop stalled for %llu ms; the sweep waits a round "
+                       "so that what members sent meanwhile is read first",
                        (unsigned long long)gap);
     return stalled;
 }

@@ -194,7 +194,8 @@ static bool dispatch_frames(net_conn *c)
             break;
         if (r < 0) {
             FX_LOG_LIMITED(WARN, "%s: %s; closing connection", c->peer,
-                   r == -EMSGSIZE ? "frame longer than the maximum" : "unknown frame flags");
+                           r == -EMSGSIZE ? "frame longer than the maximum"
+                                          : "unknown frame flags");
             net_conn_close(c);
             ok = false;
             break;
@@ -203,7 +204,7 @@ static bool dispatch_frames(net_conn *c)
         ProtobufCMessage *m = msg_decode(h.type, h.flags & FRAME_RESPONSE, body, h.len);
         if (!m) {
             FX_LOG_LIMITED(WARN, "%s: malformed %s frame (type %u, %u bytes); closing connection",
-                   c->peer, msg_name(h.type), h.type, h.len);
+                           c->peer, msg_name(h.type), h.type, h.len);
             net_conn_close(c);
             ok = false;
             break;
@@ -295,7 +296,7 @@ int net_send(net_conn *c, uint16_t type, uint16_t flags, uint64_t req_id, const 
     }
     if (uv_stream_get_write_queue_size(&c->h.stream) > MAX_WRITE_QUEUE) {
         FX_LOG_LIMITED(WARN, "%s: more than %u bytes of answers unread; closing", c->peer,
-               MAX_WRITE_QUEUE);
+                       MAX_WRITE_QUEUE);
         net_conn_close(c);
         return -ECONNRESET;
     }

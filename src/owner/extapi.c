@@ -142,7 +142,7 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
      * loop thread must never wait for a peer that does not read. */
     if (net_conn_write_queue(c) > 0) {
         FX_LOG_LIMITED(WARN, "%s: ExternalHello while earlier answers are unread; closing",
-               net_conn_peer(c));
+                       net_conn_peer(c));
         net_conn_close(c);
         return;
     }
@@ -208,7 +208,7 @@ static void on_delete_ack(owner *o, ext_conn *ec, Fx__ExternalDeleteAckReq *req)
             unknown++;
     if (unknown)
         FX_LOG_LIMITED(WARN, "external %llu released %zu unknown holder(s)",
-               (unsigned long long)ec->s->client_id, unknown);
+                       (unsigned long long)ec->s->client_id, unknown);
 }
 
 static void on_stat_resp(int status, ProtobufCMessage *msg, void *ud)
@@ -337,7 +337,7 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     default:
         FX_LOG_LIMITED(WARN, "%s: %s is not an external request; closing", net_conn_peer(c),
-               msg_name(h->type));
+                       msg_name(h->type));
         net_conn_close(c);
     }
 }

@@ -101,8 +101,7 @@ static void on_heartbeat_timer(uv_timer_t *t)
     req.hits_ssd = o->hits_ssd;
     req.misses = o->misses;
     ssd_tier_usage(o, &req.ssd_capacity, &req.ssd_used);
-    req.ssd_errors = ssd_tier_error_count(o);
-    ssd_tier_report_errors(o);
+    req.ssd_errors = ssd_tier_report_errors(o);
     rpc_call(o->mrpc, MSG_HEARTBEAT, &req.base, OWNER_RPC_TIMEOUT_MS, on_heartbeat_resp, o);
 }
 

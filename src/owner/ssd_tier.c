@@ -166,11 +166,11 @@ void ssd_tier_usage(owner *o, uint64_t *capacity, uint64_t *used)
     *used = st.used_bytes;
 }
 
-void ssd_tier_report_errors(owner *o)
+uint64_t ssd_tier_report_errors(owner *o)
 {
     ssd_tier *t = o->ssd;
     if (!t)
-        return;
+        return 0;
     ssd_stats st;
     ssd_get_stats(t->store, &st);
     uint64_t w = st.write_errors - t->seen_write_errors, r = st.read_errors - t->seen_read_errors,
@@ -178,22 +178,13 @@ void ssd_tier_report_errors(owner *o)
     t->seen_write_errors = st.write_errors;
     t->seen_read_errors = st.read_errors;
     t->seen_checksum_failures = st.checksum_failures;
-    if (!w && !r && !c)
-        return;
-    FX_LOG(WARN,
-           "SSD tier: %llu failed write(s), %llu failed read(s) and %llu value(s) with a bad "
-           "checksum since the last report%s%s; those values are not served from SSD",
-           (unsigned long long)w, (unsigned long long)r, (unsigned long long)c,
-           (w || r) && st.last_io_errno ? "; the latest IO error: " : "",
-           (w || r) && st.last_io_errno ? strerror(st.last_io_errno) : "");
-}
-
-uint64_t ssd_tier_error_count(owner *o)
-{
-    if (!o->ssd)
-        return 0;
-    ssd_stats st;
-    ssd_get_stats(o->ssd->store, &st);
+    if (w || r || c)
+        FX_LOG(WARN,
+               "SSD tier: %llu failed write(s), %llu failed read(s) and %llu value(s) with a bad "
+               "checksum since the last report%s%s; those values are not served from SSD",
+               (unsigned long long)w, (unsigned long long)r, (unsigned long long)c,
+               (w || r) && st.last_io_errno ? "; the latest IO error: " : "",
+               (w || r) && st.last_io_errno ? strerror(st.last_io_errno) : "");
     return st.write_errors + st.read_errors + st.checksum_failures;
 }
 

@@ -73,13 +73,11 @@ typedef struct ssd_tier {
 
 /* ssd_tier.c */
 /* Logs one WARN line when SSD writes or reads failed, or values failed their
- * checksum, since the last call (with the latest IO error's errno). The
- * engine only counts; the owner calls this with each heartbeat, so a failing
- * disk costs one line per heartbeat, not one per value. */
-void ssd_tier_report_errors(owner *o);
-/* Failed SSD writes + failed reads + bad checksums so far (0 without a tier):
- * the heartbeat's ssd_errors. */
-uint64_t ssd_tier_error_count(owner *o);
+ * checksum, since the last call (with the latest IO error's errno), and
+ * returns all of them so far (0 without a tier): the heartbeat's ssd_errors.
+ * The engine only counts; the owner calls this with each heartbeat, so a
+ * failing disk costs one line per heartbeat, not one per value. */
+uint64_t ssd_tier_report_errors(owner *o);
 /* Opens the tier when fluxonkv_spec.large_limit_size is configured (o->ssd
  * stays NULL otherwise): one cache root per large_file_paths[i] under the
  * cluster name and node_name ("default" when node_name is not configured:

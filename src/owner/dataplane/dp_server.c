@@ -228,7 +228,7 @@ static void refuse(dp_sconn *c, int status, const char *fmt, ...)
     vsnprintf(c->detail, sizeof c->detail, fmt, ap);
     va_end(ap);
     FX_LOG_LIMITED(WARN, "data plane: refused %s from %s: %s; closing the connection",
-           dp_op_name(c->cur.op), c->peer, c->detail);
+                   dp_op_name(c->cur.op), c->peer, c->detail);
     c->e->stats.refused++;
     dp_hdr h = {.op = reply_op(c->cur.op), .id = c->cur.id, .status = status,
                 .offset = c->cur.op == DP_HELLO ? 0 : c->cur.offset,
@@ -323,8 +323,8 @@ static void on_header(dp_sconn *c)
     int r = dp_hdr_check(&c->cur, DP_DIR_REQUEST);
     if (r < 0) {
         FX_LOG_LIMITED(WARN, "data plane: malformed header from %s (op %u %s, len %u: %s); closing",
-               c->peer, c->cur.op, dp_op_name(c->cur.op), c->cur.len,
-               r == -EMSGSIZE ? "length out of bounds" : "bad field");
+                       c->peer, c->cur.op, dp_op_name(c->cur.op), c->cur.len,
+                       r == -EMSGSIZE ? "length out of bounds" : "bad field");
         sconn_close(c);
         return;
     }
