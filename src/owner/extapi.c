@@ -11,7 +11,6 @@
  * when any connection closes, its started puts are revoked.
  */
 #include "owner/extcall.h"
-#include "common/memdup.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,61 +26,6 @@
 #define EXT_PROTOCOL_VERSION 1u
 
 static owner *the_owner;
-
-/* ---- replies ------------------------------------------------------------ */
-
-ext_call *ext_call_new(owner *o, net_conn *c, const frame_hdr *h, const void *key, size_t klen)
-{
-    ext_call *x = calloc(1, sizeof *x);
-    if (!x)
-        return NULL;
-    x->key = fx_memdup(key, klen);
-    if (!x->key) {
-        free(x);
-        return NULL;
-    }
-    x->klen = klen;
-    x->o = o;
-    x->conn = c;
-    x->hdr = *h;
-    net_conn_ref(c);
-    return x;
-}
-
-void ext_call_free(ext_call *x)
-{
-    net_conn_unref(x->conn);
-    if (x->put)
-        ext_put_free(x->put);
-    free(x->key);
-    free(x);
-}
-
-bool ext_forward_failure(ext_call *x, int status, ProtobufCMessage *resp, const char *what)
-{
-    if (status) {
-        if (net_conn_is_open(x->conn))
-            net_reply_error(x->conn, &x->hdr, status, "%s: master %s", what,
-                            status == FX_ETIMEDOUT ? "did not answer in time" : "unreachable");
-        return true;
-    }
-    int st = msg_status(resp);
-    if (st) {
-        if (net_conn_is_open(x->conn))
-            net_reply_error(x->conn, &x->hdr, st, "%s", msg_detail(resp));
-        return true;
-    }
-    return false;
-}
-
-bool ext_valid_key(net_conn *c, const frame_hdr *h, const ProtobufCBinaryData *key)
-{
-    if (key->len == 0 || key->len > MAX_KEY_LEN) {
-        net_reply_error(c, h, FX_EINVAL, "key length %zu is outside 1..%u", key->len, MAX_KEY_LEN);
-        return false;
-    }
-    return true;
-}
 
 /* ---- sessions ------------------------------------------------------------ */
 
