@@ -342,7 +342,9 @@ void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *
     start_get(o, pg);
 }
 
-void ext_get_forget_pending(owner *o, const void *key, size_t klen)
+/* Gets that arrive from now on must not join the request already in flight
+ * for key (it may return the old version). */
+static void forget_pending(owner *o, const void *key, size_t klen)
 {
     pending_get *pg;
     HASH_FIND(hh, o->pending_gets, key, klen, pg);
@@ -350,4 +352,10 @@ void ext_get_forget_pending(owner *o, const void *key, size_t klen)
         HASH_DEL(o->pending_gets, pg);
         pg->in_table = false;
     }
+}
+
+void owner_forget_key(owner *o, const void *key, size_t klen)
+{
+    holders_cache_drop(o, key, klen);
+    forget_pending(o, key, klen);
 }

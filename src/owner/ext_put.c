@@ -151,8 +151,7 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
     ext_call *x = ud;
     /* Whatever the outcome, this owner must not serve the key's old cached
      * version to a get that starts after this put returned. */
-    holders_cache_drop(x->o, x->key, x->klen);
-    ext_get_forget_pending(x->o, x->key, x->klen);
+    owner_forget_key(x->o, x->key, x->klen);
     if (!ext_forward_failure(x, status, msg, "PutDone") && net_conn_is_open(x->conn))
         net_reply(x->conn, &x->hdr,
                   &((Fx__ExternalPutTransferEndResp)FX__EXTERNAL_PUT_TRANSFER_END_RESP__INIT).base);

@@ -119,8 +119,7 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
 static void on_delete_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     ext_call *x = ud;
-    holders_cache_drop(x->o, x->key, x->klen);
-    ext_get_forget_pending(x->o, x->key, x->klen);
+    owner_forget_key(x->o, x->key, x->klen);
     if (!ext_forward_failure(x, status, msg, "Delete") && net_conn_is_open(x->conn))
         net_reply(x->conn, &x->hdr,
                   &((Fx__ExternalDeleteResp)FX__EXTERNAL_DELETE_RESP__INIT).base);

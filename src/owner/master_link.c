@@ -145,10 +145,8 @@ int owner_master_connect(owner *o)
 
 static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
 {
-    for (size_t i = 0; i < req->n_keys; i++) {
-        holders_cache_drop(o, req->keys[i].data, req->keys[i].len);
-        ext_get_forget_pending(o, req->keys[i].data, req->keys[i].len);
-    }
+    for (size_t i = 0; i < req->n_keys; i++)
+        owner_forget_key(o, req->keys[i].data, req->keys[i].len);
     owner_ext_invalidate(o, req->keys, req->n_keys);
 }
 

@@ -166,9 +166,11 @@ void owner_access_report_init(owner *o);
 void owner_access_report_close(owner *o);
 
 /* ext_get.c */
-/* A put or delete of key finished: gets that arrive from now on must not
- * join the request already in flight (it may return the old version). */
-void ext_get_forget_pending(owner *o, const void *key, size_t klen);
+/* A put or delete of key finished, or the master invalidated it: this owner
+ * forgets the key's old version everywhere. The get cache drops its entry
+ * (the holders handed out keep theirs), and gets that arrive from now on do
+ * not join the request already in flight (it may return the old version). */
+void owner_forget_key(owner *o, const void *key, size_t klen);
 
 /* extapi.c */
 int owner_ext_listen(owner *o);
