@@ -25,8 +25,6 @@
 
 #define EXT_PROTOCOL_VERSION 1u
 
-static owner *the_owner;
-
 /* ---- sessions ------------------------------------------------------------ */
 
 static session *session_find(owner *o, uint64_t client_id)
@@ -225,13 +223,13 @@ static void on_key_info(owner *o, ext_conn *ec, const frame_hdr *h, Fx__KeyInfoR
 
 static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
-    owner *o = the_owner;
     ext_conn *ec = net_conn_data(c);
     if (h->flags & FRAME_RESPONSE) {
         FX_LOG_LIMITED(WARN, "%s: unexpected response frame; closing", net_conn_peer(c));
         net_conn_close(c);
         return;
     }
+    owner *o = ec->o;
     if (h->type == MSG_EXT_HELLO) {
         on_hello(o, ec, h, (Fx__ExternalHelloReq *)msg);
         return;
@@ -287,10 +285,10 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 
 static void on_ext_close(net_conn *c)
 {
-    owner *o = the_owner;
     ext_conn *ec = net_conn_data(c);
     if (!ec)
         return;
+    owner *o = ec->o;
     ext_revoke_started_puts(o, ec);
     if (ec->s)
         session_detach(o, ec->s, c);
@@ -316,7 +314,6 @@ static void on_ext_accept(net_conn *c, void *ud)
 
 int owner_ext_listen(owner *o)
 {
-    the_owner = o;
     int err = mkdir_p_parent(o->cfg.client_socket, 0755);
     if (err < 0) {
         FX_LOG(ERROR, "fluxonkv_spec.client_socket: cannot create the directory of %s: %s",

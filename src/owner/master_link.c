@@ -35,8 +35,6 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
 static void on_master_close(net_conn *c);
 static const net_conn_ops master_ops = {.on_frame = on_master_frame, .on_close = on_master_close};
 
-static owner *the_owner;
-
 void owner_stop(owner *o, int exit_code)
 {
     if (o->stopping)
@@ -130,7 +128,6 @@ static void on_connected(net_conn *c, int status, void *ud)
 
 int owner_master_connect(owner *o)
 {
-    the_owner = o;
     if (!o->connect_deadline_ms) {
         o->connect_deadline_ms = uv_now(o->loop) + CONNECT_DEADLINE_MS;
         owner_holder_ack_init(o);
@@ -140,7 +137,10 @@ int owner_master_connect(owner *o)
         o->heartbeat_timer.data = o->connect_timer.data = o;
     }
     o->master = net_connect_tcp(o->loop, o->master_host, o->master_port, &master_ops, on_connected, o);
-    return o->master ? 0 : -EINVAL;
+    if (!o->master)
+        return -EINVAL;
+    net_conn_set_data(o->master, o); /* the context of on_master_frame and on_master_close */
+    return 0;
 }
 
 static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
@@ -184,7 +184,7 @@ bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag)
 
 static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
-    owner *o = the_owner;
+    owner *o = net_conn_data(c);
     if (h->flags & FRAME_RESPONSE) {
         if (!rpc_on_response(o->mrpc, h, msg))
             FX_LOG(DEBUG, "late %s response from the master ignored", msg_name(h->type));
@@ -214,8 +214,9 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
 
 static void on_master_close(net_conn *c)
 {
-    (void)c;
-    owner *o = the_owner;
+    owner *o = net_conn_data(c);
+    if (!o)
+        return; /* a connect that failed before net_connect_tcp returned: never ours */
     if (o->mrpc) {
         rpc_client_free(o->mrpc);
         o->mrpc = NULL;

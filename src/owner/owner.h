@@ -7,7 +7,9 @@
  * and gets in ext_put.c and ext_get.c), the owner-local get cache with the
  * holders handed to externals (holders.c), and the SSD tier (ssd_tier.h),
  * whose blocking engine calls run on libuv's thread pool and complete on the
- * loop.
+ * loop. Callbacks reach this state through their context (a handle's data,
+ * an rpc call's or a transfer's ud, a connection's data), never through a
+ * global.
  *
  * Holder bookkeeping has three layers, as in the spec: the master's
  * get_holding keeps the allocation; here a memory_info stands for one master
@@ -89,6 +91,7 @@ typedef struct get_waiter {
 
 /* One get in flight to the master; later gets of the same key wait on it. */
 typedef struct pending_get {
+    struct owner *o; /* the context of its master calls, transfers and SSD reads */
     char *key;
     size_t klen;
     get_waiter *waiters;
