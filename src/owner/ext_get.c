@@ -34,8 +34,6 @@
 #define GET_ATTEMPTS 3
 #define PULL_TIMEOUT_MS 30000u
 
-static owner *the_owner;
-
 /* Answers one external get with a new holding of mi. source is where this
  * get's bytes came from: mi's own source when it was just filled, memory for
  * a hit in the owner-local cache (an SSD refill read once stays in memory). */
@@ -125,7 +123,7 @@ static void finish_get(owner *o, pending_get *pg, uint64_t holder_id, bool cache
 static void on_get_done_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     pending_get *pg = ud;
-    owner *o = the_owner;
+    owner *o = pg->o;
     if (status || msg_status(msg)) {
         fail_waiters(o, pg, status ? status : msg_status(msg),
                      status ? "GetDone: master unreachable" : msg_detail(msg));
@@ -147,7 +145,7 @@ static void send_get_done(owner *o, pending_get *pg)
 static void on_pull_done(int status, const char *detail, void *ud)
 {
     pending_get *pg = ud;
-    owner *o = the_owner;
+    owner *o = pg->o;
     if (!status) {
         send_get_done(o, pg);
         return;
@@ -192,7 +190,7 @@ static bool plan_ok(owner *o, const Fx__GetStartResp *r)
 static void on_ssd_load_done(int rc, void *ud)
 {
     pending_get *pg = ud;
-    owner *o = the_owner;
+    owner *o = pg->o;
     if (rc == SSD_OK) {
         send_get_done(o, pg);
         return;
@@ -242,7 +240,7 @@ static void start_ssd_refill(owner *o, pending_get *pg, const Fx__GetStartResp *
 static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     pending_get *pg = ud;
-    owner *o = the_owner;
+    owner *o = pg->o;
     if (status || msg_status(msg)) {
         fail_waiters(o, pg, status ? status : msg_status(msg),
                      status ? "GetStart: master unreachable" : msg_detail(msg));
@@ -300,7 +298,6 @@ static void start_get(owner *o, pending_get *pg)
 
 void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *req)
 {
-    the_owner = o;
     if (!ext_valid_key(ec->conn, h, &req->key))
         return;
     memory_info *mi = holders_cache_find(o, req->key.data, req->key.len);
@@ -334,6 +331,7 @@ void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *
         net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
         return;
     }
+    pg->o = o;
     pg->klen = req->key.len;
     w->next = NULL;
     pg->waiters = w;
@@ -342,7 +340,9 @@ void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *
     start_get(o, pg);
 }
 
-void ext_get_forget_pending(owner *o, const void *key, size_t klen)
+/* Gets that arrive from now on must not join the request already in flight
+ * for key (it may return the old version). */
+static void forget_pending(owner *o, const void *key, size_t klen)
 {
     pending_get *pg;
     HASH_FIND(hh, o->pending_gets, key, klen, pg);
@@ -350,4 +350,10 @@ void ext_get_forget_pending(owner *o, const void *key, size_t klen)
         HASH_DEL(o->pending_gets, pg);
         pg->in_table = false;
     }
+}
+
+void owner_forget_key(owner *o, const void *key, size_t klen)
+{
+    holders_cache_drop(o, key, klen);
+    forget_pending(o, key, klen);
 }

@@ -25,11 +25,20 @@
 
 #define PUSH_TIMEOUT_MS 30000u
 
-void ext_put_free(ext_put *p)
+static void ext_put_free(ext_put *p)
 {
     free(p->key);
     free(p->target_addr);
     free(p);
+}
+
+/* Frees a request context together with the put it finishes, if any. */
+static void put_call_free(ext_call *x)
+{
+    if (x->put)
+        ext_put_free(x->put);
+    x->put = NULL;
+    ext_call_free(x);
 }
 
 static void send_revoke(owner *o, const char *key, size_t klen, uint64_t time_ms, uint32_t version)
@@ -142,12 +151,11 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
     ext_call *x = ud;
     /* Whatever the outcome, this owner must not serve the key's old cached
      * version to a get that starts after this put returned. */
-    holders_cache_drop(x->o, x->key, x->klen);
-    ext_get_forget_pending(x->o, x->key, x->klen);
+    owner_forget_key(x->o, x->key, x->klen);
     if (!ext_forward_failure(x, status, msg, "PutDone") && net_conn_is_open(x->conn))
         net_reply(x->conn, &x->hdr,
                   &((Fx__ExternalPutTransferEndResp)FX__EXTERNAL_PUT_TRANSFER_END_RESP__INIT).base);
-    ext_call_free(x);
+    put_call_free(x);
 }
 
 /* Sends PutDone (or PutRevoke when abort) for x's put; the answer completes x. */
@@ -176,7 +184,7 @@ static void finish_put(ext_call *x, bool abort)
     if (r < 0) {
         if (net_conn_is_open(x->conn))
             net_reply_error(x->conn, &x->hdr, FX_ECONN, "master unreachable");
-        ext_call_free(x);
+        put_call_free(x);
     }
 }
 
@@ -194,7 +202,7 @@ static void on_push_done(int status, const char *detail, void *ud)
     if (net_conn_is_open(x->conn))
         net_reply_error(x->conn, &x->hdr, status, "put: transfer to owner %u failed: %s",
                         p->target_node, detail);
-    ext_call_free(x);
+    put_call_free(x);
 }
 
 void ext_on_put_transfer_end(owner *o, ext_conn *ec, const frame_hdr *h,

@@ -11,7 +11,6 @@
  * when any connection closes, its started puts are revoked.
  */
 #include "owner/extcall.h"
-#include "common/memdup.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -25,63 +24,6 @@
 #include "net/unix_path.h"
 
 #define EXT_PROTOCOL_VERSION 1u
-
-static owner *the_owner;
-
-/* ---- replies ------------------------------------------------------------ */
-
-ext_call *ext_call_new(owner *o, net_conn *c, const frame_hdr *h, const void *key, size_t klen)
-{
-    ext_call *x = calloc(1, sizeof *x);
-    if (!x)
-        return NULL;
-    x->key = fx_memdup(key, klen);
-    if (!x->key) {
-        free(x);
-        return NULL;
-    }
-    x->klen = klen;
-    x->o = o;
-    x->conn = c;
-    x->hdr = *h;
-    net_conn_ref(c);
-    return x;
-}
-
-void ext_call_free(ext_call *x)
-{
-    net_conn_unref(x->conn);
-    if (x->put)
-        ext_put_free(x->put);
-    free(x->key);
-    free(x);
-}
-
-bool ext_forward_failure(ext_call *x, int status, ProtobufCMessage *resp, const char *what)
-{
-    if (status) {
-        if (net_conn_is_open(x->conn))
-            net_reply_error(x->conn, &x->hdr, status, "%s: master %s", what,
-                            status == FX_ETIMEDOUT ? "did not answer in time" : "unreachable");
-        return true;
-    }
-    int st = msg_status(resp);
-    if (st) {
-        if (net_conn_is_open(x->conn))
-            net_reply_error(x->conn, &x->hdr, st, "%s", msg_detail(resp));
-        return true;
-    }
-    return false;
-}
-
-bool ext_valid_key(net_conn *c, const frame_hdr *h, const ProtobufCBinaryData *key)
-{
-    if (key->len == 0 || key->len > MAX_KEY_LEN) {
-        net_reply_error(c, h, FX_EINVAL, "key length %zu is outside 1..%u", key->len, MAX_KEY_LEN);
-        return false;
-    }
-    return true;
-}
 
 /* ---- sessions ------------------------------------------------------------ */
 
@@ -175,8 +117,7 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
 static void on_delete_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     ext_call *x = ud;
-    holders_cache_drop(x->o, x->key, x->klen);
-    ext_get_forget_pending(x->o, x->key, x->klen);
+    owner_forget_key(x->o, x->key, x->klen);
     if (!ext_forward_failure(x, status, msg, "Delete") && net_conn_is_open(x->conn))
         net_reply(x->conn, &x->hdr,
                   &((Fx__ExternalDeleteResp)FX__EXTERNAL_DELETE_RESP__INIT).base);
@@ -282,13 +223,13 @@ static void on_key_info(owner *o, ext_conn *ec, const frame_hdr *h, Fx__KeyInfoR
 
 static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
-    owner *o = the_owner;
     ext_conn *ec = net_conn_data(c);
     if (h->flags & FRAME_RESPONSE) {
         FX_LOG_LIMITED(WARN, "%s: unexpected response frame; closing", net_conn_peer(c));
         net_conn_close(c);
         return;
     }
+    owner *o = ec->o;
     if (h->type == MSG_EXT_HELLO) {
         on_hello(o, ec, h, (Fx__ExternalHelloReq *)msg);
         return;
@@ -344,10 +285,10 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 
 static void on_ext_close(net_conn *c)
 {
-    owner *o = the_owner;
     ext_conn *ec = net_conn_data(c);
     if (!ec)
         return;
+    owner *o = ec->o;
     ext_revoke_started_puts(o, ec);
     if (ec->s)
         session_detach(o, ec->s, c);
@@ -373,7 +314,6 @@ static void on_ext_accept(net_conn *c, void *ud)
 
 int owner_ext_listen(owner *o)
 {
-    the_owner = o;
     int err = mkdir_p_parent(o->cfg.client_socket, 0755);
     if (err < 0) {
         FX_LOG(ERROR, "fluxonkv_spec.client_socket: cannot create the directory of %s: %s",

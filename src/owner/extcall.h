@@ -1,7 +1,9 @@
 /*
  * extcall.h - what the owner's external-request handlers share (extapi.c,
  * ext_put.c, ext_get.c): the context of a request that waits on the master or
- * on a data-plane transfer, and the common checks and replies.
+ * on a data-plane transfer, and the common checks and replies (extcall.c);
+ * and the entry points of the put and get handlers, which extapi.c
+ * dispatches to.
  */
 #ifndef FX_OWNER_EXTCALL_H
 #define FX_OWNER_EXTCALL_H
@@ -22,10 +24,14 @@ typedef struct ext_call {
     char *key;
     size_t klen;
     uint64_t len;
-    ext_put *put; /* ExternalPutTransferEnd: the put being finished */
+    ext_put *put; /* ExternalPutTransferEnd: the put being finished (ext_put.c's to free) */
 } ext_call;
 
+/* extcall.c */
+/* A request context for the external on c (referenced until ext_call_free)
+ * answering request h; key is copied. NULL when out of memory. */
 ext_call *ext_call_new(owner *o, net_conn *c, const frame_hdr *h, const void *key, size_t klen);
+/* Drops the connection's reference and frees x; x->put is left to ext_put.c. */
 void ext_call_free(ext_call *x);
 /* Forwards a failed master call to the external: transport errors and the
  * master's own status with its detail. Returns true when it replied. */
@@ -39,7 +45,6 @@ void ext_on_put_transfer_end(owner *o, ext_conn *ec, const frame_hdr *h,
                              Fx__ExternalPutTransferEndReq *req);
 /* Revokes the puts a closed connection started and never ended. */
 void ext_revoke_started_puts(owner *o, ext_conn *ec);
-void ext_put_free(ext_put *p);
 
 /* ext_get.c */
 void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *req);

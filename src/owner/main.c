@@ -207,7 +207,7 @@ int main(int argc, char **argv)
         dp_engine_close(o.dp);
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
-    uv_close((uv_handle_t *)&o.ack_timer, NULL);
+    owner_holder_ack_close(&o);
     owner_access_report_close(&o);
     uv_close((uv_handle_t *)&o.heartbeat_timer, NULL);
     uv_close((uv_handle_t *)&o.connect_timer, NULL);
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
     free(o.members);
     uv_loop_close(o.loop);
     segment_destroy(&o.seg);
-    free(o.acks);
+    owner_holder_ack_free(&o);
     rc = o.exit_code;
 out:
     ssd_tier_close(&o); /* a startup failure after the tier opened */

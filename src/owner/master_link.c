@@ -1,8 +1,10 @@
 /*
  * master_link.c - the owner's connection to the master: connect (retried at
- * startup), Register, heartbeats, the BatchDeleteAck batch, the master's
- * one-way pushes (BatchDeleteClientKvMetaCache, MemberTable) and its
- * SsdReplicaPersist requests (handed to ssd_persist.c). Register announces
+ * startup), Register, heartbeats, the master's one-way pushes
+ * (BatchDeleteClientKvMetaCache, MemberTable) and its SsdReplicaPersist and
+ * SsdStageRead requests (handed to ssd_persist.c and ssd_stage.c). The
+ * batches going the other way have their own files (holder_ack.c,
+ * access_report.c, ssd_evict.c). Register announces
  * the data plane's address and whether this owner has an SSD tier, and
  * returns the cluster's data-plane token; the member table says which peers
  * the data plane accepts. Heartbeats carry the hit counters and the SSD
@@ -33,8 +35,6 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
 static void on_master_close(net_conn *c);
 static const net_conn_ops master_ops = {.on_frame = on_master_frame, .on_close = on_master_close};
 
-static owner *the_owner;
-
 void owner_stop(owner *o, int exit_code)
 {
     if (o->stopping)
@@ -45,43 +45,6 @@ void owner_stop(owner *o, int exit_code)
         net_listener_close(o->ext_listener); /* and every external connection */
     o->ext_listener = NULL;
     uv_stop(o->loop);
-}
-
-static void flush_acks(owner *o)
-{
-    uv_timer_stop(&o->ack_timer);
-    if (!o->n_acks || !o->registered || !o->mrpc)
-        return;
-    Fx__BatchDeleteAckReq req = FX__BATCH_DELETE_ACK_REQ__INIT;
-    req.n_holder_ids = o->n_acks;
-    req.holder_ids = o->acks;
-    rpc_notify(o->mrpc, MSG_BATCH_DELETE_ACK, &req.base);
-    o->n_acks = 0;
-}
-
-static void on_ack_timer(uv_timer_t *t)
-{
-    flush_acks(t->data);
-}
-
-void owner_ack_holder(owner *o, uint64_t master_holder_id)
-{
-    if (o->n_acks == o->cap_acks) {
-        size_t cap = o->cap_acks ? o->cap_acks * 2 : OWNER_ACK_BATCH;
-        uint64_t *n = realloc(o->acks, cap * sizeof *n);
-        if (!n) {
-            FX_LOG(ERROR, "out of memory queueing a holder ack; holder %llu stays held",
-                   (unsigned long long)master_holder_id);
-            return;
-        }
-        o->acks = n;
-        o->cap_acks = cap;
-    }
-    o->acks[o->n_acks++] = master_holder_id;
-    if (o->n_acks >= OWNER_ACK_BATCH)
-        flush_acks(o);
-    else if (o->n_acks == 1)
-        uv_timer_start(&o->ack_timer, on_ack_timer, 1, 0);
 }
 
 static void on_heartbeat_resp(int status, ProtobufCMessage *resp, void *ud)
@@ -165,25 +128,25 @@ static void on_connected(net_conn *c, int status, void *ud)
 
 int owner_master_connect(owner *o)
 {
-    the_owner = o;
     if (!o->connect_deadline_ms) {
         o->connect_deadline_ms = uv_now(o->loop) + CONNECT_DEADLINE_MS;
-        uv_timer_init(o->loop, &o->ack_timer);
+        owner_holder_ack_init(o);
         uv_timer_init(o->loop, &o->heartbeat_timer);
         uv_timer_init(o->loop, &o->connect_timer);
         owner_access_report_init(o);
-        o->ack_timer.data = o->heartbeat_timer.data = o->connect_timer.data = o;
+        o->heartbeat_timer.data = o->connect_timer.data = o;
     }
     o->master = net_connect_tcp(o->loop, o->master_host, o->master_port, &master_ops, on_connected, o);
-    return o->master ? 0 : -EINVAL;
+    if (!o->master)
+        return -EINVAL;
+    net_conn_set_data(o->master, o); /* the context of on_master_frame and on_master_close */
+    return 0;
 }
 
 static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
 {
-    for (size_t i = 0; i < req->n_keys; i++) {
-        holders_cache_drop(o, req->keys[i].data, req->keys[i].len);
-        ext_get_forget_pending(o, req->keys[i].data, req->keys[i].len);
-    }
+    for (size_t i = 0; i < req->n_keys; i++)
+        owner_forget_key(o, req->keys[i].data, req->keys[i].len);
     owner_ext_invalidate(o, req->keys, req->n_keys);
 }
 
@@ -221,7 +184,7 @@ bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag)
 
 static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
-    owner *o = the_owner;
+    owner *o = net_conn_data(c);
     if (h->flags & FRAME_RESPONSE) {
         if (!rpc_on_response(o->mrpc, h, msg))
             FX_LOG(DEBUG, "late %s response from the master ignored", msg_name(h->type));
@@ -239,7 +202,7 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
         break;
     case MSG_BATCH_DELETE_CLIENT_KV_META_CACHE:
         on_invalidate(o, (Fx__BatchDeleteClientKvMetaCacheReq *)msg);
-        flush_acks(o); /* an eviction may be waiting for the bytes dropped here */
+        owner_holder_ack_flush(o); /* an eviction may be waiting for the bytes dropped here */
         net_reply(c, h, &((Fx__BatchDeleteClientKvMetaCacheResp)
                               FX__BATCH_DELETE_CLIENT_KV_META_CACHE_RESP__INIT).base);
         break;
@@ -251,8 +214,9 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
 
 static void on_master_close(net_conn *c)
 {
-    (void)c;
-    owner *o = the_owner;
+    owner *o = net_conn_data(c);
+    if (!o)
+        return; /* a connect that failed before net_connect_tcp returned: never ours */
     if (o->mrpc) {
         rpc_client_free(o->mrpc);
         o->mrpc = NULL;

@@ -2,10 +2,14 @@
  * owner.h - the state of fluxon-owner and the entry points of its modules.
  *
  * One event-loop thread owns all of it: the segment, the link to the master
- * (master_link.c), the external API on the Unix socket (extapi.c), the
- * owner-local get cache with the holders handed to externals (holders.c), and
- * the SSD tier (ssd_tier.h), whose blocking engine calls run on libuv's
- * thread pool and complete on the loop.
+ * (master_link.c) and the batches sent over it (holder_ack.c,
+ * access_report.c), the external API on the Unix socket (extapi.c, with puts
+ * and gets in ext_put.c and ext_get.c), the owner-local get cache with the
+ * holders handed to externals (holders.c), and the SSD tier (ssd_tier.h),
+ * whose blocking engine calls run on libuv's thread pool and complete on the
+ * loop. Callbacks reach this state through their context (a handle's data,
+ * an rpc call's or a transfer's ud, a connection's data), never through a
+ * global.
  *
  * Holder bookkeeping has three layers, as in the spec: the master's
  * get_holding keeps the allocation; here a memory_info stands for one master
@@ -28,7 +32,6 @@
 #include "owner/segment.h"
 
 #define OWNER_RPC_TIMEOUT_MS 10000u
-#define OWNER_ACK_BATCH 256u
 
 typedef struct memory_info {
     int refs;
@@ -88,6 +91,7 @@ typedef struct get_waiter {
 
 /* One get in flight to the master; later gets of the same key wait on it. */
 typedef struct pending_get {
+    struct owner *o; /* the context of its master calls, transfers and SSD reads */
     char *key;
     size_t klen;
     get_waiter *waiters;
@@ -128,7 +132,7 @@ typedef struct owner {
     uint64_t next_client_id;
     memory_info *get_cache; /* by key */
     pending_get *pending_gets; /* by key */
-    uint64_t *acks;
+    uint64_t *acks; /* holder_ack.c: master holder ids not yet acknowledged */
     size_t n_acks, cap_acks;
     uv_timer_t ack_timer;
     uint8_t *access_buf; /* access_report.c: {u32 len, key bytes} per read */
@@ -143,21 +147,33 @@ typedef struct owner {
 /* master_link.c */
 int owner_master_connect(owner *o);
 void owner_stop(owner *o, int exit_code);
-/* Queues a master holder id for BatchDeleteAck. */
+/* True when node_id with incarnation tomb_tag is in the master's member table. */
+bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag);
+
+/* holder_ack.c: released master holders, acknowledged to the master in batches */
+/* Queues a master holder id for BatchDeleteAck (out of memory: logged, and
+ * the master keeps the holder). */
 void owner_ack_holder(owner *o, uint64_t master_holder_id);
+/* Sends the queued ids now (nothing without a registered master link). */
+void owner_holder_ack_flush(owner *o);
+void owner_holder_ack_init(owner *o);
+/* Closes the batch timer; ids queued later stay queued until
+ * owner_holder_ack_free. */
+void owner_holder_ack_close(owner *o);
+/* Frees the queue (after the loop has drained and the last holder went). */
+void owner_holder_ack_free(owner *o);
 
 /* access_report.c: reads served from the get cache, reported to the master */
 void owner_report_access(owner *o, const void *key, size_t klen);
 void owner_access_report_init(owner *o);
 void owner_access_report_close(owner *o);
 
-/* True when node_id with incarnation tomb_tag is in the master's member table. */
-bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag);
-
 /* ext_get.c */
-/* A put or delete of key finished: gets that arrive from now on must not
- * join the request already in flight (it may return the old version). */
-void ext_get_forget_pending(owner *o, const void *key, size_t klen);
+/* A put or delete of key finished, or the master invalidated it: this owner
+ * forgets the key's old version everywhere. The get cache drops its entry
+ * (the holders handed out keep theirs), and gets that arrive from now on do
+ * not join the request already in flight (it may return the old version). */
+void owner_forget_key(owner *o, const void *key, size_t klen);
 
 /* extapi.c */
 int owner_ext_listen(owner *o);

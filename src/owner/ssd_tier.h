@@ -13,6 +13,8 @@
  *
  *   ssd_tier.c     open / shutdown / close, the worker hand-off for local
  *                  refill reads, usage for heartbeats
+ *   ssd_errors.c   names for the engine's result codes, the failure counters
+ *                  reported with each heartbeat
  *   ssd_persist.c  SsdReplicaPersist: write, SsdReplicaCommit, release the
  *                  persist guard, answer
  *   ssd_stage.c    SsdStageRead: the remote refill pipeline (read chunks into
@@ -71,13 +73,17 @@ typedef struct ssd_tier {
     uint64_t seen_write_errors, seen_read_errors, seen_checksum_failures;
 } ssd_tier;
 
-/* ssd_tier.c */
+/* ssd_errors.c */
 /* Logs one WARN line when SSD writes or reads failed, or values failed their
  * checksum, since the last call (with the latest IO error's errno), and
  * returns all of them so far (0 without a tier): the heartbeat's ssd_errors.
  * The engine only counts; the owner calls this with each heartbeat, so a
  * failing disk costs one line per heartbeat, not one per value. */
 uint64_t ssd_tier_report_errors(owner *o);
+/* A short name for an ssd_result ("not found", "I/O error", ...). */
+const char *ssd_tier_strerror(int rc);
+
+/* ssd_tier.c */
 /* Opens the tier when fluxonkv_spec.large_limit_size is configured (o->ssd
  * stays NULL otherwise): one cache root per large_file_paths[i] under the
  * cluster name and node_name ("default" when node_name is not configured:
@@ -94,8 +100,6 @@ void ssd_tier_shutdown(owner *o);
 void ssd_tier_close(owner *o);
 /* Capacity and used bytes of the tier (0, 0 without one). */
 void ssd_tier_usage(owner *o, uint64_t *capacity, uint64_t *used);
-/* A short name for an ssd_result ("not found", "I/O error", ...). */
-const char *ssd_tier_strerror(int rc);
 
 /* Called on the loop thread with SSD_OK or an ssd_result. */
 typedef void (*ssd_tier_load_cb)(int rc, void *ud);

@@ -1,0 +1,67 @@
+/*
+ * extcall.c - an external request that waits on the master or on the data
+ * plane (ext_call), and the checks and replies every external-request handler
+ * shares (extapi.c, ext_put.c, ext_get.c).
+ *
+ * An ext_call keeps what answering later needs: the connection (referenced,
+ * so that it outlives a close; the answer goes only to a connection still
+ * open), the request's header and a copy of the key. A failed master call is
+ * forwarded to the external here, in one wording for every request.
+ */
+#include "owner/extcall.h"
+
+#include <stdlib.h>
+
+#include "common/memdup.h"
+#include "fluxon/fluxon.h"
+
+ext_call *ext_call_new(owner *o, net_conn *c, const frame_hdr *h, const void *key, size_t klen)
+{
+    ext_call *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->key = fx_memdup(key, klen);
+    if (!x->key) {
+        free(x);
+        return NULL;
+    }
+    x->klen = klen;
+    x->o = o;
+    x->conn = c;
+    x->hdr = *h;
+    net_conn_ref(c);
+    return x;
+}
+
+void ext_call_free(ext_call *x)
+{
+    net_conn_unref(x->conn);
+    free(x->key);
+    free(x);
+}
+
+bool ext_forward_failure(ext_call *x, int status, ProtobufCMessage *resp, const char *what)
+{
+    if (status) {
+        if (net_conn_is_open(x->conn))
+            net_reply_error(x->conn, &x->hdr, status, "%s: master %s", what,
+                            status == FX_ETIMEDOUT ? "did not answer in time" : "unreachable");
+        return true;
+    }
+    int st = msg_status(resp);
+    if (st) {
+        if (net_conn_is_open(x->conn))
+            net_reply_error(x->conn, &x->hdr, st, "%s", msg_detail(resp));
+        return true;
+    }
+    return false;
+}
+
+bool ext_valid_key(net_conn *c, const frame_hdr *h, const ProtobufCBinaryData *key)
+{
+    if (key->len == 0 || key->len > MAX_KEY_LEN) {
+        net_reply_error(c, h, FX_EINVAL, "key length %zu is outside 1..%u", key->len, MAX_KEY_LEN);
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,75 @@
+/*
+ * holder_ack.c - telling the master which holders this owner let go.
+ *
+ * The master keeps a get's allocation for as long as its holder lives; here a
+ * memory_info stands for one master holder (holders.c, owner.h's three
+ * layers). When its last reference goes, the master holder id is queued, and
+ * the ids go to the master as one BatchDeleteAck (one-way) every
+ * OWNER_ACK_BATCH ids or on the next timer tick (1 ms), whichever comes
+ * first; master_link.c also flushes at once after the master's invalidation
+ * (an eviction may be waiting for the bytes dropped there). Without a
+ * registered master link nothing is sent and the ids stay queued.
+ */
+#include "owner/owner.h"
+
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "fluxon/fluxon.h"
+
+#define OWNER_ACK_BATCH 256u
+
+void owner_holder_ack_flush(owner *o)
+{
+    uv_timer_stop(&o->ack_timer);
+    if (!o->n_acks || !o->registered || !o->mrpc)
+        return;
+    Fx__BatchDeleteAckReq req = FX__BATCH_DELETE_ACK_REQ__INIT;
+    req.n_holder_ids = o->n_acks;
+    req.holder_ids = o->acks;
+    rpc_notify(o->mrpc, MSG_BATCH_DELETE_ACK, &req.base);
+    o->n_acks = 0;
+}
+
+static void on_ack_timer(uv_timer_t *t)
+{
+    owner_holder_ack_flush(t->data);
+}
+
+void owner_ack_holder(owner *o, uint64_t master_holder_id)
+{
+    if (o->n_acks == o->cap_acks) {
+        size_t cap = o->cap_acks ? o->cap_acks * 2 : OWNER_ACK_BATCH;
+        uint64_t *n = realloc(o->acks, cap * sizeof *n);
+        if (!n) {
+            FX_LOG(ERROR, "out of memory queueing a holder ack; holder %llu stays held",
+                   (unsigned long long)master_holder_id);
+            return;
+        }
+        o->acks = n;
+        o->cap_acks = cap;
+    }
+    o->acks[o->n_acks++] = master_holder_id;
+    if (o->n_acks >= OWNER_ACK_BATCH)
+        owner_holder_ack_flush(o);
+    else if (o->n_acks == 1)
+        uv_timer_start(&o->ack_timer, on_ack_timer, 1, 0);
+}
+
+void owner_holder_ack_init(owner *o)
+{
+    uv_timer_init(o->loop, &o->ack_timer);
+    o->ack_timer.data = o;
+}
+
+void owner_holder_ack_close(owner *o)
+{
+    uv_close((uv_handle_t *)&o->ack_timer, NULL);
+}
+
+void owner_holder_ack_free(owner *o)
+{
+    free(o->acks);
+    o->acks = NULL;
+    o->n_acks = o->cap_acks = 0;
+}
