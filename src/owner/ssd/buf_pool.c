@@ -23,7 +23,7 @@ static int pool_class(uint64_t size)
     return c < POOL_CLASSES ? c : -1;
 }
 
-void *buf_get(buf_pool *p, uint64_t size)
+void *ssd_buf_get(buf_pool *p, uint64_t size)
 {
     int c = pool_class(size);
     void *b = NULL;
@@ -52,7 +52,7 @@ void *buf_get(buf_pool *p, uint64_t size)
     return b;
 }
 
-void buf_put(buf_pool *p, void *b, uint64_t size)
+void ssd_buf_put(buf_pool *p, void *b, uint64_t size)
 {
     if (!b)
         return;
@@ -70,7 +70,7 @@ void buf_put(buf_pool *p, void *b, uint64_t size)
     free(b);
 }
 
-void buf_pool_destroy(buf_pool *p)
+void ssd_buf_pool_destroy(buf_pool *p)
 {
     for (int c = 0; c < POOL_CLASSES; c++)
         for (unsigned i = 0; i < p->n[c]; i++)

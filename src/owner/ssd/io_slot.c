@@ -7,13 +7,13 @@
  */
 #include "owner/ssd/store_internal.h"
 
-void io_wait_init(io_wait *w)
+void ssd_io_wait_init(io_wait *w)
 {
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cv, NULL);
 }
 
-void io_wait_destroy(io_wait *w)
+void ssd_io_wait_destroy(io_wait *w)
 {
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->lock);
@@ -31,7 +31,7 @@ static void io_done(uring_req *req)
     pthread_mutex_unlock(&w->lock);
 }
 
-void slot_submit(uring_engine *eng, io_slot *sl, io_wait *w, int op, int fd, void *buf,
+void ssd_slot_submit(uring_engine *eng, io_slot *sl, io_wait *w, int op, int fd, void *buf,
                  uint64_t len, uint64_t off)
 {
     sl->req = (uring_req){.op = op, .fd = fd, .buf = buf, .len = (uint32_t)len, .off = off,
@@ -41,7 +41,7 @@ void slot_submit(uring_engine *eng, io_slot *sl, io_wait *w, int op, int fd, voi
     uring_submit(eng, &sl->req);
 }
 
-void slot_wait(io_wait *w, io_slot *sl)
+void ssd_slot_wait(io_wait *w, io_slot *sl)
 {
     pthread_mutex_lock(&w->lock);
     while (!sl->done)

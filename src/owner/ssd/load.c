@@ -152,7 +152,7 @@ static uint64_t pipe_kick(ssd_store *s, load_pipe *p, uint64_t prepared, bool fa
     } else {
         for (uint64_t i = p->submitted; i < prepared; i++) {
             io_slot *sl = &p->slots[i % LOAD_SLOTS];
-            buf_put(&s->pool, sl->scratch, sl->scratch_len);
+            ssd_buf_put(&s->pool, sl->scratch, sl->scratch_len);
             sl->scratch = NULL;
         }
         p->prepared = p->submitted;
@@ -248,7 +248,7 @@ static int piece_prepare(ssd_store *s, ssd_entry *e, load_pipe *p, io_slot *sl, 
         start = ALIGN_DOWN(foff + o);
         sl->scratch_len = ALIGN_UP(foff + o + n) - start;
         sl->skip = foff + o - start;
-        if (!(sl->scratch = buf_get(&s->pool, sl->scratch_len)))
+        if (!(sl->scratch = ssd_buf_get(&s->pool, sl->scratch_len)))
             return SSD_ENOMEM;
         count(&s->scratch_reads);
         buf = sl->scratch;
@@ -283,7 +283,7 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
     if (p.rd)
         count(&s->reader_loads);
     _Static_assert(LOAD_INFLIGHT <= READER_DEPTH, "a reader holds a whole window");
-    io_wait_init(&p.w);
+    ssd_io_wait_init(&p.w);
     bulk_hash_state st;
     bulk_hash_reset(&st);
     uint64_t n_pieces = (len + chunk - 1) / chunk, next_done = 0;
@@ -315,7 +315,7 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
         }
         if (rc == SSD_OK && sl->scratch)
             memcpy(addr + sl->off, (uint8_t *)sl->scratch + sl->skip, sl->len);
-        buf_put(&s->pool, sl->scratch, sl->scratch_len);
+        ssd_buf_put(&s->pool, sl->scratch, sl->scratch_len);
         sl->scratch = NULL;
         if (rc != SSD_OK)
             continue; /* drain what is still in flight: it targets addr and our slots */
@@ -340,7 +340,7 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
         drop_entry(s, e);
         rc = SSD_ENOTFOUND;
     }
-    io_wait_destroy(&p.w);
+    ssd_io_wait_destroy(&p.w);
     reader_give_back(dev, p.rd);
     unpin_read(e);
     return rc;

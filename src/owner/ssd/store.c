@@ -51,7 +51,7 @@ static int write_value(ssd_store *s, ssd_device *d, int fd, const uint8_t *src, 
     uint64_t bufsz = alen < WRITE_PIECE ? alen : WRITE_PIECE;
     io_slot slots[WRITE_INFLIGHT];
     io_wait w;
-    io_wait_init(&w);
+    ssd_io_wait_init(&w);
     bulk_hash_state st;
     bulk_hash_reset(&st);
     int rc = SSD_OK;
@@ -60,14 +60,14 @@ static int write_value(ssd_store *s, ssd_device *d, int fd, const uint8_t *src, 
     while (sub < n && rc == SSD_OK) {
         io_slot *sl = &slots[sub % width];
         if (sub >= width) { /* reuse the slot of piece sub - width */
-            slot_wait(&w, sl);
+            ssd_slot_wait(&w, sl);
             done++;
             if (sl->req.res < 0 || (uint32_t)sl->req.res != sl->req.len) {
                 note_io_error(s, sl->req.res);
                 rc = SSD_EIO;
                 break;
             }
-        } else if (!(sl->scratch = buf_get(&s->pool, bufsz))) {
+        } else if (!(sl->scratch = ssd_buf_get(&s->pool, bufsz))) {
             rc = SSD_ENOMEM;
             break;
         }
@@ -78,20 +78,20 @@ static int write_value(ssd_store *s, ssd_device *d, int fd, const uint8_t *src, 
             memcpy(buf, src + o, real);
         memset(buf + real, 0, plen - real);
         bulk_hash_update(&st, buf, real);
-        slot_submit(d->eng, sl, &w, URING_WRITE, fd, buf, plen, off + o);
+        ssd_slot_submit(d->eng, sl, &w, URING_WRITE, fd, buf, plen, off + o);
         sub++;
     }
     for (; done < sub; done++) { /* drain: the IO still uses our buffers */
         io_slot *sl = &slots[done % width];
-        slot_wait(&w, sl);
+        ssd_slot_wait(&w, sl);
         if (sl->req.res < 0 || (uint32_t)sl->req.res != sl->req.len) {
             note_io_error(s, sl->req.res);
             rc = SSD_EIO;
         }
     }
     for (unsigned i = 0; i < width; i++)
-        buf_put(&s->pool, slots[i].scratch, bufsz);
-    io_wait_destroy(&w);
+        ssd_buf_put(&s->pool, slots[i].scratch, bufsz);
+    ssd_io_wait_destroy(&w);
     *sum = bulk_hash_digest(&st);
     return rc;
 }
@@ -598,7 +598,7 @@ void ssd_close(ssd_store *s)
     for (size_t i = 0; i < s->evq_count; i++)
         free(s->evq[(s->evq_head + i) % s->evq_alloc].key);
     free(s->evq);
-    buf_pool_destroy(&s->pool);
+    ssd_buf_pool_destroy(&s->pool);
     pthread_cond_destroy(&s->close_cv);
     pthread_mutex_destroy(&s->close_lock);
     pthread_mutex_destroy(&s->evq_lock);

@@ -183,12 +183,12 @@ static inline void op_exit(ssd_store *s)
 
 /* ---- buf_pool.c --------------------------------------------------------- */
 
-/* An aligned buffer of at least size bytes, or NULL. Free with buf_put. */
-void *buf_get(buf_pool *p, uint64_t size);
-/* Gives b (from buf_get(p, size), or NULL) back to the pool, or frees it. */
-void buf_put(buf_pool *p, void *b, uint64_t size);
+/* An aligned buffer of at least size bytes, or NULL. Free with ssd_buf_put. */
+void *ssd_buf_get(buf_pool *p, uint64_t size);
+/* Gives b (from ssd_buf_get(p, size), or NULL) back to the pool, or frees it. */
+void ssd_buf_put(buf_pool *p, void *b, uint64_t size);
 /* Frees the buffers the pool holds and destroys its lock (at close). */
-void buf_pool_destroy(buf_pool *p);
+void ssd_buf_pool_destroy(buf_pool *p);
 
 /* ---- io_slot.c ---------------------------------------------------------- */
 
@@ -207,12 +207,12 @@ typedef struct io_slot {
     uint64_t scratch_len, skip;
 } io_slot;
 
-void io_wait_init(io_wait *w);
-void io_wait_destroy(io_wait *w);
+void ssd_io_wait_init(io_wait *w);
+void ssd_io_wait_destroy(io_wait *w);
 /* Submits one IO of sl to eng; its completion marks sl done under w's lock. */
-void slot_submit(uring_engine *eng, io_slot *sl, io_wait *w, int op, int fd, void *buf,
+void ssd_slot_submit(uring_engine *eng, io_slot *sl, io_wait *w, int op, int fd, void *buf,
                  uint64_t len, uint64_t off);
-/* Waits until the IO of sl (submitted with slot_submit and w) completed. */
-void slot_wait(io_wait *w, io_slot *sl);
+/* Waits until the IO of sl (submitted with ssd_slot_submit and w) completed. */
+void ssd_slot_wait(io_wait *w, io_slot *sl);
 
 #endif
