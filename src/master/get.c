@@ -29,7 +29,6 @@
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
 
-static master *the_master_for_stage; /* rpc callbacks carry the get id only */
 static void start_stage_read(master *m, member *req, member *ssd_owner, inflight_get *g,
                              net_conn *c, const frame_hdr *h);
 
@@ -304,10 +303,17 @@ void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
 #define STAGE_TIMEOUT_MS 30000u
 #define GET_ATTEMPTS 3
 
-static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
+/* The context of one stage read (rpc callbacks carry one pointer): the get
+ * is found again by id, since it may have expired or lost its requester
+ * meanwhile. Freed when the read completes. */
+typedef struct stage_call {
+    master *m;
+    uint64_t get_id;
+} stage_call;
+
+/* The stage read of get get_id completed with status / msg (see rpc_cb). */
+static void stage_done(master *m, uint64_t get_id, int status, ProtobufCMessage *msg)
 {
-    master *m = the_master_for_stage;
-    uint64_t get_id = (uint64_t)(uintptr_t)ud;
     inflight_get *g;
     HASH_FIND(hh, m->inflight_gets, &get_id, sizeof get_id, g);
     if (!g || !g->stage_reply)
@@ -373,10 +379,16 @@ static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
     net_conn_unref(c);
 }
 
+static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    stage_call sc = *(stage_call *)ud;
+    free(ud);
+    stage_done(sc.m, sc.get_id, status, msg);
+}
+
 static void start_stage_read(master *m, member *req, member *ssd_owner, inflight_get *g,
                              net_conn *c, const frame_hdr *h)
 {
-    the_master_for_stage = m;
     g->stage_reply = c;
     net_conn_ref(c);
     g->stage_hdr = *h;
@@ -393,9 +405,17 @@ static void start_stage_read(master *m, member *req, member *ssd_owner, inflight
     sr.target_data_addr = req->data_addr;
     sr.target_offset = g->target->offset;
     sr.len = g->route->len;
+    stage_call *sc = malloc(sizeof *sc);
+    if (!sc) {
+        stage_done(m, g->get_id, FX_ENOMEM, NULL);
+        return;
+    }
+    *sc = (stage_call){.m = m, .get_id = g->get_id};
     if (rpc_call(ssd_owner->rpc, MSG_SSD_STAGE_READ, &sr.base, STAGE_TIMEOUT_MS, on_stage_resp,
-                 (void *)(uintptr_t)g->get_id) < 0)
-        on_stage_resp(FX_ECONN, NULL, (void *)(uintptr_t)g->get_id);
+                 sc) < 0) {
+        free(sc);
+        stage_done(m, g->get_id, FX_ECONN, NULL);
+    }
 }
 
 void master_on_get_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,

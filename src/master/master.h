@@ -145,13 +145,22 @@ typedef struct master {
 
 /* server.c */
 #define MASTER_SWEEP_MS 100 /* the period of the TTL, lease and heartbeat sweep */
+/* What each accepted connection's data pointer holds: the master it talks to
+ * and, once it registered, its member (NULL before Register and after
+ * member-left). Allocated at accept, freed when the connection closes. */
+typedef struct master_conn {
+    master *m;
+    member *mb;
+} master_conn;
 int master_start(master *m, uv_loop_t *loop, const char *port_file);
 void master_stop(master *m);
 /* After the loop ended: frees what is left (routes, indexes, leases). */
 void master_free_state(master *m);
 
 /* member.c */
-void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
+/* Registers the owner on connection c and answers it. Returns the new member
+ * (in the member table), or NULL when refused (answered with the error). */
+member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
 void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__HeartbeatReq *req);
 void master_member_left(master *m, member *mb, const char *why);

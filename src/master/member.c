@@ -31,25 +31,21 @@ bool master_tomb_live(master *m, uint32_t node_id, uint64_t tomb_tag)
     return mb && mb->tomb_tag == tomb_tag;
 }
 
-void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req)
+member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req)
 {
-    if (net_conn_data(c)) {
-        net_reply_error(c, h, FX_EINVAL, "connection already registered");
-        return;
-    }
     if (strcmp(req->cluster_name, m->cfg.cluster_name) != 0) {
         net_reply_error(c, h, FX_EINVAL, "cluster_name '%s' does not match the master's '%s'",
                         req->cluster_name, m->cfg.cluster_name);
-        return;
+        return NULL;
     }
     if (req->segment_size == 0) {
         net_reply_error(c, h, FX_EINVAL, "segment_size must be > 0");
-        return;
+        return NULL;
     }
     member *mb = calloc(1, sizeof *mb);
     if (!mb) {
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
-        return;
+        return NULL;
     }
     mb->node_id = m->next_node_id++;
     mb->tomb_tag = m->next_tomb_tag++;
@@ -57,7 +53,7 @@ void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Register
     if (!mb->space) {
         free(mb);
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
-        return;
+        return NULL;
     }
     uint64_t pct = m->cfg.cache_budget_pct;
     seg_space_set_budget(mb->space,
@@ -72,13 +68,12 @@ void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Register
         seg_space_unref(mb->space);
         free(mb);
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
-        return;
+        return NULL;
     }
     mb->last_heartbeat_ms = master_now_ms(m);
     HASH_ADD(hh, m->members, node_id, sizeof mb->node_id, mb);
     if (mb->kv_ssd_storage)
         m->n_ssd_members++;
-    net_conn_set_data(c, mb);
     net_conn_set_max_body(c, FRAME_MAX_BODY);
     FX_LOG(INFO, "member %u '%s' registered from %s: segment %llu bytes, tomb %llu", mb->node_id,
            mb->name, net_conn_peer(c), (unsigned long long)req->segment_size,
@@ -91,6 +86,7 @@ void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Register
     resp.data_token = (ProtobufCBinaryData){.len = sizeof m->data_token, .data = m->data_token};
     net_reply(c, h, &resp.base);
     master_broadcast_members(m);
+    return mb;
 }
 
 void master_broadcast_members(master *m)
@@ -177,7 +173,9 @@ void master_member_left(master *m, member *mb, const char *why)
     rpc_client *rpc = mb->rpc;
     mb->rpc = NULL;
     rpc_client_free(rpc); /* pending requests to it complete with FX_ECONN */
-    net_conn_set_data(mb->conn, NULL);
+    master_conn *mc = net_conn_data(mb->conn);
+    if (mc)
+        mc->mb = NULL; /* its close (server.c) finds no member to remove */
     net_conn_close(mb->conn);
     drop_node_replicas(m, mb->node_id);
     drop_node_inflight(m, mb->node_id);
