@@ -93,6 +93,13 @@ static replica *remote_memory_replica(master *m, route *r, uint32_t not_node)
     return pick;
 }
 
+/* A GetStart that waited for room (alloc_wait.c) runs again; ctx is the master. */
+static void replay_get_start(void *ctx, member *mb, net_conn *c, const frame_hdr *h,
+                             ProtobufCMessage *req)
+{
+    master_on_get_start(ctx, mb, c, h, (Fx__GetStartReq *)req);
+}
+
 void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__GetStartReq *req)
 {
@@ -119,7 +126,7 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         int err = 0;
         target = master_alloc_evicting(m, mb, r->len, &err);
         if (!target && err == -ENOSPC && r->len <= mb->capacity &&
-            master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base))
+            master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base, replay_get_start, m))
             return;
         if (!target) {
             uint64_t total = range_alloc_capacity(mb->space->ra);
@@ -143,7 +150,7 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
             !(stage = master_alloc_evicting(m, src_member, stage_len ? stage_len : 1, &err))) {
             allocation_unref(target);
             if (src_member && err == -ENOSPC && stage_len <= src_member->capacity &&
-                master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base))
+                master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base, replay_get_start, m))
                 return;
             net_reply_error(c, h, FX_ENOSPC, "no room for a %llu-byte SSD staging range on owner %u",
                             (unsigned long long)stage_len, src->node_id);

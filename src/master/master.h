@@ -231,11 +231,17 @@ void master_enforce_budget(master *m, seg_space *s);
 void master_note_access(route *r, uint32_t node_id);
 
 /* alloc_wait.c */
-/* A PutStart / GetStart (type) found no room: queues it for a replay in 2 ms
- * and returns true, or returns false when it has waited its 5 s (the caller
- * then answers NoSpace). */
+/* Replays a waiting request: the handler of the flow that parked it, called
+ * with the context it gave, the requester, the connection and header the
+ * request came with, and the request decoded again (freed after the call). */
+typedef void (*alloc_replay_fn)(void *ctx, member *mb, net_conn *c, const frame_hdr *h,
+                                ProtobufCMessage *req);
+/* A request (of message type `type`) found no room: queues it for a replay
+ * through replay(replay_ctx, ...) in 2 ms and returns true, or returns false
+ * when it has waited its 5 s or out of memory (the caller then answers
+ * NoSpace). Called during a replay, it requeues the waiter being replayed. */
 bool master_alloc_defer(master *m, member *mb, net_conn *c, const frame_hdr *h, uint16_t type,
-                        const ProtobufCMessage *req);
+                        const ProtobufCMessage *req, alloc_replay_fn replay, void *replay_ctx);
 /* Replays the waiting requests on the next loop turn (bytes came back). */
 void master_alloc_wait_kick(master *m);
 void master_alloc_wait_init(master *m);

@@ -147,6 +147,13 @@ static void reply_no_space(net_conn *c, const frame_hdr *h, member *where, uint6
     net_reply(c, h, &resp.base);
 }
 
+/* A PutStart that waited for room (alloc_wait.c) runs again; ctx is the master. */
+static void replay_put_start(void *ctx, member *mb, net_conn *c, const frame_hdr *h,
+                             ProtobufCMessage *req)
+{
+    master_on_put_start(ctx, mb, c, h, (Fx__PutStartReq *)req);
+}
+
 void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__PutStartReq *req)
 {
@@ -187,7 +194,7 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     allocation *a = master_alloc_evicting(m, target, req->len, &err);
     if (!a) {
         if (err == -ENOSPC && req->len <= target->capacity &&
-            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base))
+            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base, replay_put_start, m))
             return;
         reply_no_space(c, h, target, req->len, err, "target");
         return;
@@ -196,7 +203,7 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     if (target != mb && !(src = master_alloc_evicting(m, mb, req->len, &err))) {
         allocation_unref(a);
         if (err == -ENOSPC && req->len <= mb->capacity &&
-            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base))
+            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base, replay_put_start, m))
             return;
         reply_no_space(c, h, mb, req->len, err, "staging");
         return;
