@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "master/members.h"
 
 #define ALLOC_RETRY_MS 2u
 #define ALLOC_WAIT_MS 5000u

@@ -21,11 +21,9 @@
 #include "common/log.h"
 #include "fluxon/fluxon.h"
 #include "master/http.h"
-
-uint64_t master_now_ms(master *m)
-{
-    return uv_now(m->loop);
-}
+#include "master/inflight.h"
+#include "master/invalidation.h"
+#include "master/members.h"
 
 static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
