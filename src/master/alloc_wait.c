@@ -10,6 +10,11 @@
  * owner's ack of the evicted replica, not for the next timer tick.
  * Waiting never raises an owner's capacity.
  * A waiter whose requester left is dropped (its connection is gone).
+ *
+ * Like a blocked client in Redis (blocked.c), a waiter keeps its request as
+ * it arrived (the packed body and the frame header) and is replayed through
+ * the handler the parking flow stored with it; this file knows no flow by
+ * name.
  */
 #include "master/master.h"
 
@@ -17,6 +22,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "master/members.h"
 
 #define ALLOC_RETRY_MS 2u
 #define ALLOC_WAIT_MS 5000u
@@ -30,6 +36,8 @@ struct alloc_waiter {
     uint8_t *body;
     size_t len;
     uint64_t deadline_ms;
+    alloc_replay_fn replay; /* the parking flow's handler, and its context */
+    void *replay_ctx;
     struct alloc_waiter *prev, *next;
 };
 
@@ -43,7 +51,7 @@ static void waiter_free(alloc_waiter *w)
 static void on_retry(uv_timer_t *t);
 
 bool master_alloc_defer(master *m, member *mb, net_conn *c, const frame_hdr *h, uint16_t type,
-                        const ProtobufCMessage *req)
+                        const ProtobufCMessage *req, alloc_replay_fn replay, void *replay_ctx)
 {
     uint64_t now = master_now_ms(m);
     alloc_waiter *w = m->alloc_replaying;
@@ -70,6 +78,8 @@ bool master_alloc_defer(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         net_conn_ref(c);
         w->hdr = *h;
         w->deadline_ms = now + ALLOC_WAIT_MS;
+        w->replay = replay;
+        w->replay_ctx = replay_ctx;
         DL_APPEND(m->alloc_waiters, w);
     }
     if (!uv_is_active((uv_handle_t *)&m->alloc_timer))
@@ -96,10 +106,7 @@ static void on_retry(uv_timer_t *t)
         }
         m->alloc_replaying = w;
         m->alloc_requeued = false;
-        if (w->type == MSG_PUT_START)
-            master_on_put_start(m, mb, w->conn, &w->hdr, (Fx__PutStartReq *)req);
-        else
-            master_on_get_start(m, mb, w->conn, &w->hdr, (Fx__GetStartReq *)req);
+        w->replay(w->replay_ctx, mb, w->conn, &w->hdr, req);
         m->alloc_replaying = NULL;
         msg_free(req);
         if (!m->alloc_requeued)

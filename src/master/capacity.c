@@ -28,6 +28,8 @@
  * victim.
  */
 #include "master/master.h"
+#include "master/invalidation.h"
+#include "master/members.h"
 #include "master/replica_cache.h"
 
 #include <errno.h>

@@ -1,13 +1,13 @@
 /*
- * get.c - GetStart / GetDone / GetRevoke and the in-flight get table.
+ * get.c - GetStart / GetDone / GetRevoke, and the remote SSD refill.
  *
  * GetStart reads the key's current route and picks a readable memory replica:
  * the requester's own (ReuseReplica: the target is the replica, no copy), else
  * a random live one elsewhere, which the requester pulls into a new target of
  * its segment: DurableReplica while one of the route's MASTER_DURABLE_SLOTS
- * slots is free, else Temporary. inflight_gets keeps the target, the source
- * replica and the route alive. GetDone moves the target reference into
- * get_holding, promotes a durable target to a memory replica of the route when
+ * slots is free, else Temporary. inflight_gets (inflight.c) keeps the target,
+ * the source replica and the route alive. GetDone moves the target reference
+ * into get_holding, promotes a durable target to a memory replica of the route when
  * the route is still current with the same put_id and the requester is live,
  * and answers whether the owner may cache the holder (only replicas of the
  * current version). GetRevoke and the TTL sweep drop the entry and its
@@ -28,31 +28,11 @@
 #include "common/log.h"
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
+#include "master/inflight.h"
+#include "master/members.h"
 
-static master *the_master_for_stage; /* rpc callbacks carry the get id only */
 static void start_stage_read(master *m, member *req, member *ssd_owner, inflight_get *g,
                              net_conn *c, const frame_hdr *h);
-
-void master_inflight_get_free(master *m, inflight_get *g)
-{
-    if (g->stage_reply) { /* a remote refill that never completed */
-        if (net_conn_is_open(g->stage_reply))
-            net_reply_error(g->stage_reply, &g->stage_hdr, FX_ECONN,
-                            "the SSD owner's stage read did not complete (owner left or expired)");
-        net_conn_unref(g->stage_reply);
-        g->stage_reply = NULL;
-    }
-    if (g->holds_durable_slot && g->route->durable_slots_used)
-        g->route->durable_slots_used--;
-    if (g->target && g->mode == FX__GET_MODE__DURABLE_REPLICA)
-        allocation_unreserve(g->target);
-    HASH_DEL(m->inflight_gets, g);
-    DL_DELETE(m->inflight_get_order, g);
-    allocation_unref(g->target);
-    allocation_unref(g->source);
-    route_unref(g->route);
-    free(g);
-}
 
 /* The replica of r that is readable from memory on node_id, if live. */
 static replica *live_memory_replica(master *m, route *r, uint32_t node_id)
@@ -94,6 +74,13 @@ static replica *remote_memory_replica(master *m, route *r, uint32_t not_node)
     return pick;
 }
 
+/* A GetStart that waited for room (alloc_wait.c) runs again; ctx is the master. */
+static void replay_get_start(void *ctx, member *mb, net_conn *c, const frame_hdr *h,
+                             ProtobufCMessage *req)
+{
+    master_on_get_start(ctx, mb, c, h, (Fx__GetStartReq *)req);
+}
+
 void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__GetStartReq *req)
 {
@@ -120,7 +107,7 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         int err = 0;
         target = master_alloc_evicting(m, mb, r->len, &err);
         if (!target && err == -ENOSPC && r->len <= mb->capacity &&
-            master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base))
+            master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base, replay_get_start, m))
             return;
         if (!target) {
             uint64_t total = range_alloc_capacity(mb->space->ra);
@@ -144,21 +131,20 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
             !(stage = master_alloc_evicting(m, src_member, stage_len ? stage_len : 1, &err))) {
             allocation_unref(target);
             if (src_member && err == -ENOSPC && stage_len <= src_member->capacity &&
-                master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base))
+                master_alloc_defer(m, mb, c, h, MSG_GET_START, &req->base, replay_get_start, m))
                 return;
             net_reply_error(c, h, FX_ENOSPC, "no room for a %llu-byte SSD staging range on owner %u",
                             (unsigned long long)stage_len, src->node_id);
             return;
         }
     }
-    inflight_get *g = calloc(1, sizeof *g);
+    inflight_get *g = master_inflight_get_add(m);
     if (!g) {
         allocation_unref(target);
         allocation_unref(stage);
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
-    g->get_id = m->next_get_id++;
     g->pid = r->pid;
     g->src_node = src->node_id;
     g->req_node = mb->node_id;
@@ -175,9 +161,6 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         g->holds_durable_slot = true;
     }
     g->source_kind = source_kind;
-    g->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
-    HASH_ADD(hh, m->inflight_gets, get_id, sizeof g->get_id, g);
-    DL_APPEND(m->inflight_get_order, g);
     if (source_kind == GET_SOURCE_MEMORY && src->node_id != mb->node_id)
         master_note_access(r, src->node_id);
     if (mode == FX__GET_MODE__DURABLE_REPLICA) {
@@ -213,10 +196,10 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     net_reply(c, h, &resp.base);
 }
 
+/* mb's in-flight get get_id; another requester's is not found. */
 static inflight_get *find_get(master *m, member *mb, uint64_t get_id)
 {
-    inflight_get *g;
-    HASH_FIND(hh, m->inflight_gets, &get_id, sizeof get_id, g);
+    inflight_get *g = master_inflight_get_find(m, get_id);
     return g && g->req_node == mb->node_id ? g : NULL;
 }
 
@@ -304,12 +287,18 @@ void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
 #define STAGE_TIMEOUT_MS 30000u
 #define GET_ATTEMPTS 3
 
-static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
+/* The context of one stage read (rpc callbacks carry one pointer): the get
+ * is found again by id, since it may have expired or lost its requester
+ * meanwhile. Freed when the read completes. */
+typedef struct stage_call {
+    master *m;
+    uint64_t get_id;
+} stage_call;
+
+/* The stage read of get get_id completed with status / msg (see rpc_cb). */
+static void stage_done(master *m, uint64_t get_id, int status, ProtobufCMessage *msg)
 {
-    master *m = the_master_for_stage;
-    uint64_t get_id = (uint64_t)(uintptr_t)ud;
-    inflight_get *g;
-    HASH_FIND(hh, m->inflight_gets, &get_id, sizeof get_id, g);
+    inflight_get *g = master_inflight_get_find(m, get_id);
     if (!g || !g->stage_reply)
         return; /* expired or its requester left: already answered */
     net_conn *c = g->stage_reply;
@@ -373,10 +362,16 @@ static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
     net_conn_unref(c);
 }
 
+static void on_stage_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    stage_call sc = *(stage_call *)ud;
+    free(ud);
+    stage_done(sc.m, sc.get_id, status, msg);
+}
+
 static void start_stage_read(master *m, member *req, member *ssd_owner, inflight_get *g,
                              net_conn *c, const frame_hdr *h)
 {
-    the_master_for_stage = m;
     g->stage_reply = c;
     net_conn_ref(c);
     g->stage_hdr = *h;
@@ -393,9 +388,17 @@ static void start_stage_read(master *m, member *req, member *ssd_owner, inflight
     sr.target_data_addr = req->data_addr;
     sr.target_offset = g->target->offset;
     sr.len = g->route->len;
+    stage_call *sc = malloc(sizeof *sc);
+    if (!sc) {
+        stage_done(m, g->get_id, FX_ENOMEM, NULL);
+        return;
+    }
+    *sc = (stage_call){.m = m, .get_id = g->get_id};
     if (rpc_call(ssd_owner->rpc, MSG_SSD_STAGE_READ, &sr.base, STAGE_TIMEOUT_MS, on_stage_resp,
-                 (void *)(uintptr_t)g->get_id) < 0)
-        on_stage_resp(FX_ECONN, NULL, (void *)(uintptr_t)g->get_id);
+                 sc) < 0) {
+        free(sc);
+        stage_done(m, g->get_id, FX_ECONN, NULL);
+    }
 }
 
 void master_on_get_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,

@@ -19,6 +19,8 @@
 
 #include "common/log.h"
 #include "fluxon/fluxon.h"
+#include "master/invalidation.h"
+#include "master/members.h"
 
 #define LEASE_MAX_TTL_MS (7ull * 24 * 3600 * 1000) /* a week */
 

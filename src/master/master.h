@@ -3,9 +3,13 @@
  *
  * One event-loop thread owns everything here (no locks on routes): members and
  * their segment spaces, kv_routes, the in-flight put and get tables, and
- * get_holding. Each call flow of the spec lives in its own file (put.c, get.c,
- * delete.c, holding.c, member.c, stat.c); server.c decodes frames and
- * dispatches to them.
+ * get_holding. The tables live in their own modules and call no flow:
+ * members.h (the member table and the clock), inflight.h (in-flight puts and
+ * gets), invalidation.h (the invalidation broadcast), route.h (kv_routes) and
+ * holding.c (get_holding). Each call flow of the spec lives in its own file
+ * (register.c, member_left.c, put.c, get.c, delete.c, holding.c, ssd.c,
+ * lease.c, query.c, stat.c) and uses the tables; flows do not call each
+ * other by name. server.c decodes frames and dispatches to them.
  */
 #ifndef FX_MASTER_MASTER_H
 #define FX_MASTER_MASTER_H
@@ -39,64 +43,18 @@ typedef struct member {
     uint64_t ssd_errors;             /* from the last heartbeat: failed SSD IO + bad checksums */
     uint64_t last_heartbeat_ms;
     uint64_t hits_memory, hits_ssd, misses;
-    char **pending_invalidations; /* keys to send in the next batch */
+    char **pending_invalidations; /* invalidation.c: keys to send in the next batch */
     size_t *pending_inval_lens;
     size_t n_pending_inval, cap_pending_inval;
     UT_hash_handle hh;
 } member;
 
-typedef struct inflight_put {
-    char *hkey; /* (put_id, key) bytes: the table key */
-    size_t hklen;
-    const char *key; /* points into hkey */
-    size_t klen;
-    put_id pid;
-    uint64_t len;
-    uint32_t req_node;
-    allocation *target;
-    allocation *source; /* NULL when the source is the target (local placement) */
-    uint32_t target_node;
-    uint64_t target_tomb; /* the target owner's incarnation at PutStart */
-    bool persist_to_ssd;
-    uint64_t lease_id;      /* PutOptions: bind the route to this lease (0: none) */
-    bool reject_if_exists;  /* PutOptions: checked again at PutDone */
-    uint64_t deadline_ms;
-    UT_hash_handle hh;
-    struct inflight_put *prev, *next;
-} inflight_put;
-
-/* How many puts of one key are in flight (reject_if_inflight_same_key). */
-typedef struct inflight_key {
-    char *key;
-    size_t klen;
-    uint32_t puts;
-    UT_hash_handle hh;
-} inflight_key;
+/* The in-flight tables' entries (inflight.h). */
+typedef struct inflight_put inflight_put;
+typedef struct inflight_key inflight_key;
+typedef struct inflight_get inflight_get;
 
 typedef struct lease lease;
-
-enum get_source_kind { GET_SOURCE_MEMORY = 1, GET_SOURCE_SSD = 2 };
-
-typedef struct inflight_get {
-    uint64_t get_id;
-    put_id pid;
-    uint32_t src_node;
-    uint32_t req_node;
-    allocation *target;
-    allocation *source; /* memory source or remote SSD staging kept alive */
-    route *route;
-    int mode; /* FX__GET_MODE__* */
-    bool holds_durable_slot; /* released when the entry goes */
-    int source_kind;
-    uint64_t deadline_ms;
-    /* Remote SSD refill: the requester's GetStart is answered when the SSD
-     * owner's stage read completes (or fails). */
-    net_conn *stage_reply; /* referenced; NULL otherwise */
-    frame_hdr stage_hdr;
-    int attempt; /* GetStart rounds of this request so far */
-    UT_hash_handle hh;
-    struct inflight_get *prev, *next;
-} inflight_get;
 
 typedef struct holding {
     uint64_t holder_id;
@@ -112,24 +70,24 @@ typedef struct master {
     master_config cfg;
     uint32_t next_node_id;
     uint64_t next_tomb_tag;
-    member *members; /* by node_id, live members only */
+    member *members; /* members.c: by node_id, live members only */
     route_table routes;
-    inflight_put *inflight_puts;      /* by (put_id, key) */
+    inflight_put *inflight_puts;      /* inflight.c: by (put_id, key) */
     inflight_put *inflight_put_order; /* oldest first, for the TTL sweep */
     inflight_key *inflight_keys;      /* by key: count of in-flight puts */
     lease *leases;                    /* lease.c, by id */
     uint64_t next_lease_id;
-    inflight_get *inflight_gets;      /* by get_id */
+    inflight_get *inflight_gets;      /* inflight.c: by get_id */
     inflight_get *inflight_get_order;
     uint64_t next_get_id;
-    holding *holdings; /* get_holding, by holder_id */
+    holding *holdings; /* holding.c: get_holding, by holder_id */
     uint64_t next_holder_id;
     uint64_t last_put_ms;
     uint32_t next_put_version;
     uint8_t data_token[MASTER_DATA_TOKEN_LEN]; /* handed to members at Register */
     const placement_policy *placement;
     bool stopping;
-    uint32_t n_ssd_members; /* live members with an SSD tier (placement's SSD rule) */
+    uint32_t n_ssd_members; /* members.c: live members with an SSD tier (placement's SSD rule) */
     alloc_waiter *alloc_waiters;   /* alloc_wait.c: requests waiting for room */
     alloc_waiter *alloc_replaying; /* the waiter being replayed, if any */
     bool alloc_requeued;
@@ -145,22 +103,31 @@ typedef struct master {
 
 /* server.c */
 #define MASTER_SWEEP_MS 100 /* the period of the TTL, lease and heartbeat sweep */
+/* What each accepted connection's data pointer holds: the master it talks to
+ * and, once it registered, its member (NULL before Register and after
+ * member-left). Allocated at accept, freed when the connection closes. */
+typedef struct master_conn {
+    master *m;
+    member *mb;
+} master_conn;
 int master_start(master *m, uv_loop_t *loop, const char *port_file);
 void master_stop(master *m);
 /* After the loop ended: frees what is left (routes, indexes, leases). */
 void master_free_state(master *m);
 
-/* member.c */
-void master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
+/* register.c */
+/* Registers the owner on connection c and answers it. Returns the new member
+ * (in the member table), or NULL when refused (answered with the error). */
+member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
 void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__HeartbeatReq *req);
+
+/* member_left.c */
+/* mb leaves (why is logged): removed from every table, its connection
+ * closed, mb freed. */
 void master_member_left(master *m, member *mb, const char *why);
-member *master_member(master *m, uint32_t node_id);
-/* True when node_id is live with incarnation tomb_tag. */
-bool master_tomb_live(master *m, uint32_t node_id, uint64_t tomb_tag);
+/* Member-left for every member whose heartbeats stopped. */
 void master_check_heartbeats(master *m);
-/* Sends the live member table to every member (MemberTable, one-way). */
-void master_broadcast_members(master *m);
 
 /* put.c */
 void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
@@ -168,7 +135,6 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
 void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__PutDoneReq *req);
 void master_on_put_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,
                           Fx__PutRevokeReq *req);
-void master_inflight_put_free(master *m, inflight_put *p);
 
 /* get.c */
 void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
@@ -176,14 +142,9 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
 void master_on_get_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__GetDoneReq *req);
 void master_on_get_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,
                           Fx__GetRevokeReq *req);
-void master_inflight_get_free(master *m, inflight_get *g);
 
 /* delete.c */
 void master_on_delete(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__DeleteReq *req);
-/* Sends the asynchronous invalidation of an old version to the owners that
- * cached it (batched per owner, flushed once per loop iteration). */
-void master_invalidate_route(master *m, route *old);
-void master_flush_invalidations(master *m);
 
 /* holding.c */
 void master_on_batch_delete_ack(master *m, member *mb, net_conn *c, const frame_hdr *h,
@@ -203,8 +164,6 @@ void master_on_ssd_evict(master *m, member *mb, net_conn *c, const frame_hdr *h,
 /* Clears node's ssd copy of r (and the entry, and r from the table, when
  * they are left empty). */
 void master_drop_ssd(master *m, route *r, uint32_t node);
-/* True when some live member has an SSD tier. */
-bool master_any_ssd(master *m);
 
 /* capacity.c: the replica caches, the budget and the reservations */
 /* Allocates len bytes on mb; when they do not fit, evicts memory replicas of
@@ -222,17 +181,21 @@ void master_enforce_budget(master *m, seg_space *s);
 void master_note_access(route *r, uint32_t node_id);
 
 /* alloc_wait.c */
-/* A PutStart / GetStart (type) found no room: queues it for a replay in 2 ms
- * and returns true, or returns false when it has waited its 5 s (the caller
- * then answers NoSpace). */
+/* Replays a waiting request: the handler of the flow that parked it, called
+ * with the context it gave, the requester, the connection and header the
+ * request came with, and the request decoded again (freed after the call). */
+typedef void (*alloc_replay_fn)(void *ctx, member *mb, net_conn *c, const frame_hdr *h,
+                                ProtobufCMessage *req);
+/* A request (of message type `type`) found no room: queues it for a replay
+ * through replay(replay_ctx, ...) in 2 ms and returns true, or returns false
+ * when it has waited its 5 s or out of memory (the caller then answers
+ * NoSpace). Called during a replay, it requeues the waiter being replayed. */
 bool master_alloc_defer(master *m, member *mb, net_conn *c, const frame_hdr *h, uint16_t type,
-                        const ProtobufCMessage *req);
+                        const ProtobufCMessage *req, alloc_replay_fn replay, void *replay_ctx);
 /* Replays the waiting requests on the next loop turn (bytes came back). */
 void master_alloc_wait_kick(master *m);
 void master_alloc_wait_init(master *m);
 void master_alloc_wait_close(master *m);
-/* Queues an invalidation of key for one owner (delete.c). */
-void master_queue_invalidation(member *mb, const char *key, size_t klen);
 
 /* lease.c */
 void master_on_lease(master *m, net_conn *c, const frame_hdr *h, Fx__LeaseReq *req);
@@ -252,10 +215,5 @@ void master_on_access_report(master *m, member *mb, Fx__AccessReportReq *req);
 /* stat.c */
 void master_on_stat(master *m, net_conn *c, const frame_hdr *h);
 void master_on_route_info(master *m, net_conn *c, const frame_hdr *h, Fx__RouteInfoReq *req);
-
-/* inflight TTL sweep (put.c / get.c) */
-void master_sweep_inflight(master *m);
-
-uint64_t master_now_ms(master *m);
 
 #endif

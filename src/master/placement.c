@@ -13,6 +13,7 @@
 
 #include "common/config.h"
 #include "master/master.h"
+#include "master/members.h"
 
 bool placement_has_room(const member *mb, uint64_t len)
 {

@@ -1,15 +1,15 @@
 /*
- * put.c - PutStart / PutDone / PutRevoke and the in-flight put table.
+ * put.c - PutStart / PutDone / PutRevoke.
  *
  * PutStart picks the target owner with the placement policy (placement.h),
  * allocates the target range and, when the target is another owner, a staging
  * (source) range on the requester's owner that the external writes and the
  * requester pushes from; it assigns put_id = (put_time_ms, put_version) and
- * records inflight_puts[(key, put_id)] holding both. PutDone checks that the
- * target owner is still the incarnation it was at PutStart, releases the
- * staging range and moves the target into a new route (the
- * overwritten route goes to the invalidation broadcast and is released once no
- * get or holder references its bytes); PutRevoke and the TTL sweep drop the
+ * records inflight_puts[(key, put_id)] (inflight.c) holding both. PutDone
+ * checks that the target owner is still the incarnation it was at PutStart,
+ * releases the staging range and moves the target into a new route (the
+ * overwritten route goes to the invalidation broadcast, invalidation.c, and is
+ * released once no get or holder references its bytes); PutRevoke and the TTL sweep drop the
  * in-flight entry and its ranges without touching routes.
  *
  * Options (PutOptions): reject_if_exists answers AlreadyExists when the key
@@ -31,85 +31,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/log.h"
-#include "common/memdup.h"
 #include "fluxon/fluxon.h"
+#include "master/inflight.h"
+#include "master/invalidation.h"
+#include "master/members.h"
 
 #define MAX_KEY_LEN 4096u
-
-/* Table key of an in-flight put: put_id then the key bytes. */
-static char *put_table_key(const void *key, size_t klen, put_id pid, size_t *out_len)
-{
-    size_t n = sizeof pid.time_ms + sizeof pid.version + klen;
-    char *k = malloc(n);
-    if (!k)
-        return NULL;
-    memcpy(k, &pid.time_ms, sizeof pid.time_ms);
-    memcpy(k + sizeof pid.time_ms, &pid.version, sizeof pid.version);
-    memcpy(k + sizeof pid.time_ms + sizeof pid.version, key, klen);
-    *out_len = n;
-    return k;
-}
-
-static inflight_put *find_put(master *m, const void *key, size_t klen, const Fx__PutId *wire)
-{
-    if (!wire)
-        return NULL;
-    put_id pid = {.time_ms = wire->time_ms, .version = wire->version};
-    size_t hklen;
-    char *hk = put_table_key(key, klen, pid, &hklen);
-    if (!hk)
-        return NULL;
-    inflight_put *p;
-    HASH_FIND(hh, m->inflight_puts, hk, hklen, p);
-    free(hk);
-    return p;
-}
-
-/* Counts one more (delta 1) or one less (-1) in-flight put of key. Returns
- * the count before the change, or -1 when out of memory (nothing counted). */
-static int count_inflight_key(master *m, const char *key, size_t klen, int delta)
-{
-    inflight_key *k;
-    HASH_FIND(hh, m->inflight_keys, key, klen, k);
-    if (!k) {
-        if (delta < 0)
-            return 0;
-        k = calloc(1, sizeof *k);
-        if (!k || !(k->key = fx_memdup(key, klen))) {
-            free(k);
-            return -1;
-        }
-        k->klen = klen;
-        HASH_ADD_KEYPTR(hh, m->inflight_keys, k->key, k->klen, k);
-    }
-    int before = (int)k->puts;
-    k->puts += (uint32_t)delta;
-    if (k->puts == 0) {
-        HASH_DEL(m->inflight_keys, k);
-        free(k->key);
-        free(k);
-    }
-    return before;
-}
-
-static bool key_in_flight(master *m, const void *key, size_t klen)
-{
-    inflight_key *k;
-    HASH_FIND(hh, m->inflight_keys, key, klen, k);
-    return k != NULL;
-}
-
-void master_inflight_put_free(master *m, inflight_put *p)
-{
-    count_inflight_key(m, p->key, p->klen, -1);
-    HASH_DEL(m->inflight_puts, p);
-    DL_DELETE(m->inflight_put_order, p);
-    allocation_unref(p->target);
-    allocation_unref(p->source);
-    free(p->hkey);
-    free(p);
-}
 
 static put_id next_put_id(master *m)
 {
@@ -147,6 +74,13 @@ static void reply_no_space(net_conn *c, const frame_hdr *h, member *where, uint6
     net_reply(c, h, &resp.base);
 }
 
+/* A PutStart that waited for room (alloc_wait.c) runs again; ctx is the master. */
+static void replay_put_start(void *ctx, member *mb, net_conn *c, const frame_hdr *h,
+                             ProtobufCMessage *req)
+{
+    master_on_put_start(ctx, mb, c, h, (Fx__PutStartReq *)req);
+}
+
 void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__PutStartReq *req)
 {
@@ -165,7 +99,7 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         return;
     }
     if (opt && opt->reject_if_inflight_same_key &&
-        key_in_flight(m, req->key.data, req->key.len)) {
+        master_key_in_flight(m, req->key.data, req->key.len)) {
         net_reply_error(c, h, FX_EBUSY,
                         "Busy: another put of this key is in flight (reject_if_inflight_same_key)");
         return;
@@ -187,7 +121,7 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     allocation *a = master_alloc_evicting(m, target, req->len, &err);
     if (!a) {
         if (err == -ENOSPC && req->len <= target->capacity &&
-            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base))
+            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base, replay_put_start, m))
             return;
         reply_no_space(c, h, target, req->len, err, "target");
         return;
@@ -196,27 +130,19 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     if (target != mb && !(src = master_alloc_evicting(m, mb, req->len, &err))) {
         allocation_unref(a);
         if (err == -ENOSPC && req->len <= mb->capacity &&
-            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base))
+            master_alloc_defer(m, mb, c, h, MSG_PUT_START, &req->base, replay_put_start, m))
             return;
         reply_no_space(c, h, mb, req->len, err, "staging");
         return;
     }
-    inflight_put *p = calloc(1, sizeof *p);
     put_id pid = next_put_id(m);
-    if (p)
-        p->hkey = put_table_key(req->key.data, req->key.len, pid, &p->hklen);
-    if (!p || !p->hkey || count_inflight_key(m, (const char *)req->key.data, req->key.len, 1) < 0) {
-        if (p)
-            free(p->hkey);
-        free(p);
+    inflight_put *p = master_inflight_put_add(m, req->key.data, req->key.len, pid);
+    if (!p) {
         allocation_unref(a);
         allocation_unref(src);
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return;
     }
-    p->key = p->hkey + sizeof pid.time_ms + sizeof pid.version;
-    p->klen = req->key.len;
-    p->pid = pid;
     p->len = req->len;
     p->req_node = mb->node_id;
     p->target = a;
@@ -229,9 +155,6 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         p->lease_id = opt->lease_id;
         p->reject_if_exists = opt->reject_if_exists;
     }
-    p->deadline_ms = master_now_ms(m) + m->cfg.inflight_ttl_ms;
-    HASH_ADD_KEYPTR(hh, m->inflight_puts, p->hkey, p->hklen, p);
-    DL_APPEND(m->inflight_put_order, p);
 
     Fx__PutStartResp resp = FX__PUT_START_RESP__INIT;
     Fx__PutId wire = FX__PUT_ID__INIT;
@@ -249,7 +172,7 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
 
 void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__PutDoneReq *req)
 {
-    inflight_put *p = find_put(m, req->key.data, req->key.len, req->put_id);
+    inflight_put *p = master_inflight_put_find(m, req->key.data, req->key.len, req->put_id);
     if (!p || p->req_node != mb->node_id) {
         net_reply_error(c, h, FX_ESTALE, "no in-flight put for this key and put_id (expired?)");
         return;
@@ -307,22 +230,8 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
 void master_on_put_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,
                           Fx__PutRevokeReq *req)
 {
-    inflight_put *p = find_put(m, req->key.data, req->key.len, req->put_id);
+    inflight_put *p = master_inflight_put_find(m, req->key.data, req->key.len, req->put_id);
     if (p && p->req_node == mb->node_id)
         master_inflight_put_free(m, p);
     net_reply(c, h, &((Fx__PutRevokeResp)FX__PUT_REVOKE_RESP__INIT).base);
-}
-
-void master_sweep_inflight(master *m)
-{
-    uint64_t now = master_now_ms(m);
-    while (m->inflight_put_order && m->inflight_put_order->deadline_ms <= now) {
-        FX_LOG(WARN, "in-flight put of a %zu-byte key expired after %llu ms",
-               m->inflight_put_order->klen, (unsigned long long)m->cfg.inflight_ttl_ms);
-        master_inflight_put_free(m, m->inflight_put_order);
-    }
-    while (m->inflight_get_order && m->inflight_get_order->deadline_ms <= now) {
-        FX_LOG(WARN, "in-flight get %llu expired", (unsigned long long)m->inflight_get_order->get_id);
-        master_inflight_get_free(m, m->inflight_get_order);
-    }
 }

@@ -1,10 +1,12 @@
 /*
  * server.c - fluxon-master's listener, frame dispatch and periodic sweeps.
  *
- * A connection is anonymous until it registers; after that its data pointer is
- * its member and every request is attributed to that member (the spec's "RPC
- * sender identity"). Requests from an unregistered connection other than
- * Register get an error. Closing a member's connection is member-left.
+ * Each accepted connection's data pointer is a master_conn (master.h): the
+ * master it talks to, which is how the connection callbacks reach the state
+ * they act on, and, once it registered, its member. Every request is
+ * attributed to that member (the spec's "RPC sender identity"). Requests from
+ * an unregistered connection other than Register get an error. Closing a
+ * member's connection is member-left.
  */
 #include "master/master.h"
 #include "master/prefix_index.h"
@@ -19,18 +21,17 @@
 #include "common/log.h"
 #include "fluxon/fluxon.h"
 #include "master/http.h"
-
-static master *the_master; /* the ops callbacks carry no user pointer */
-
-uint64_t master_now_ms(master *m)
-{
-    return uv_now(m->loop);
-}
+#include "master/inflight.h"
+#include "master/invalidation.h"
+#include "master/members.h"
 
 static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
-    master *m = the_master;
-    member *mb = net_conn_data(c);
+    master_conn *mc = net_conn_data(c);
+    if (!mc)
+        return; /* its master_conn could not be allocated: closing */
+    master *m = mc->m;
+    member *mb = mc->mb;
     if (h->flags & FRAME_RESPONSE) {
         if (mb && mb->rpc && rpc_on_response(mb->rpc, h, msg))
             return;
@@ -44,7 +45,10 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         return;
     }
     if (h->type == MSG_REGISTER) {
-        master_on_register(m, c, h, (Fx__RegisterReq *)msg);
+        if (mb)
+            net_reply_error(c, h, FX_EINVAL, "connection already registered");
+        else
+            mc->mb = master_on_register(m, c, h, (Fx__RegisterReq *)msg);
         return;
     }
     if (!mb) {
@@ -109,9 +113,13 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 
 static void on_close(net_conn *c)
 {
-    member *mb = net_conn_data(c);
-    if (mb)
-        master_member_left(the_master, mb, "connection closed");
+    master_conn *mc = net_conn_data(c);
+    if (!mc)
+        return;
+    if (mc->mb)
+        master_member_left(mc->m, mc->mb, "connection closed");
+    net_conn_set_data(c, NULL);
+    free(mc);
 }
 
 static const net_conn_ops master_conn_ops = {.on_frame = on_frame, .on_close = on_close};
@@ -122,7 +130,15 @@ static const net_conn_ops master_conn_ops = {.on_frame = on_frame, .on_close = o
 
 static void on_accept(net_conn *c, void *ud)
 {
-    (void)ud;
+    master_conn *mc = calloc(1, sizeof *mc);
+    if (!mc) {
+        FX_LOG_LIMITED(WARN, "%s: out of memory accepting the connection; closing",
+                       net_conn_peer(c));
+        net_conn_close(c);
+        return;
+    }
+    mc->m = ud;
+    net_conn_set_data(c, mc);
     net_conn_set_max_body(c, UNREGISTERED_MAX_BODY);
 }
 
@@ -181,7 +197,6 @@ static int write_port_file(const char *path, const char *host, int port)
 
 int master_start(master *m, uv_loop_t *loop, const char *port_file)
 {
-    the_master = m;
     m->loop = loop;
     m->next_node_id = 1;
     m->next_tomb_tag = ((uint64_t)time(NULL) << 20) | 1;

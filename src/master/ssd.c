@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
+#include "master/members.h"
 
 #define PERSIST_TIMEOUT_MS 60000u
 
@@ -36,11 +37,6 @@ typedef struct persist {
     uint32_t node;
     allocation *target; /* keeps the bytes alive while the owner reads them */
 } persist;
-
-bool master_any_ssd(master *m)
-{
-    return m->n_ssd_members > 0;
-}
 
 /* The persist ended (committed, refused, failed or its owner left): its
  * reservation goes, and the replica, if it is still the route's, enters the

@@ -9,6 +9,7 @@
  * every route, which is fine for an operator's call, not for a hot path.
  */
 #include "master/master.h"
+#include "master/members.h"
 #include "master/replica_cache.h"
 
 #include <stdlib.h>

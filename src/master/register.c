@@ -1,0 +1,90 @@
+/*
+ * register.c - Register and Heartbeat: how an owner becomes and stays a
+ * member.
+ *
+ * Register gives the owner a node id and a fresh incarnation number (the tomb
+ * tag) and creates the range allocator over its segment, then enters it in
+ * the member table (members.c) and announces the new table to every member.
+ * A member is live while its connection is open and its heartbeats arrive;
+ * each Heartbeat also carries the owner's SSD and hit counters. What happens
+ * when it stops being live is member_left.c.
+ */
+#include "master/master.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "fluxon/fluxon.h"
+#include "master/members.h"
+
+member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req)
+{
+    if (strcmp(req->cluster_name, m->cfg.cluster_name) != 0) {
+        net_reply_error(c, h, FX_EINVAL, "cluster_name '%s' does not match the master's '%s'",
+                        req->cluster_name, m->cfg.cluster_name);
+        return NULL;
+    }
+    if (req->segment_size == 0) {
+        net_reply_error(c, h, FX_EINVAL, "segment_size must be > 0");
+        return NULL;
+    }
+    member *mb = calloc(1, sizeof *mb);
+    if (!mb) {
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    mb->node_id = m->next_node_id++;
+    mb->tomb_tag = m->next_tomb_tag++;
+    mb->space = seg_space_new(mb->node_id, req->segment_size);
+    if (!mb->space) {
+        free(mb);
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    uint64_t pct = m->cfg.cache_budget_pct;
+    seg_space_set_budget(mb->space,
+                         req->segment_size / 100 * pct + req->segment_size % 100 * pct / 100);
+    snprintf(mb->name, sizeof mb->name, "%s", req->node_name);
+    snprintf(mb->data_addr, sizeof mb->data_addr, "%s", req->data_addr);
+    mb->kv_ssd_storage = req->kv_ssd_storage;
+    mb->capacity = req->segment_size;
+    mb->conn = c;
+    mb->rpc = rpc_client_new(m->loop, c);
+    if (!mb->rpc) {
+        seg_space_unref(mb->space);
+        free(mb);
+        net_reply_error(c, h, FX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    mb->last_heartbeat_ms = master_now_ms(m);
+    master_members_add(m, mb);
+    net_conn_set_max_body(c, FRAME_MAX_BODY);
+    FX_LOG(INFO, "member %u '%s' registered from %s: segment %llu bytes, tomb %llu", mb->node_id,
+           mb->name, net_conn_peer(c), (unsigned long long)req->segment_size,
+           (unsigned long long)mb->tomb_tag);
+    Fx__RegisterResp resp = FX__REGISTER_RESP__INIT;
+    resp.node_id = mb->node_id;
+    resp.tomb_tag = mb->tomb_tag;
+    resp.heartbeat_ms = m->cfg.heartbeat_interval_ms > UINT32_MAX ? UINT32_MAX
+                                                                  : (uint32_t)m->cfg.heartbeat_interval_ms;
+    resp.data_token = (ProtobufCBinaryData){.len = sizeof m->data_token, .data = m->data_token};
+    net_reply(c, h, &resp.base);
+    master_broadcast_members(m);
+    return mb;
+}
+
+void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                         Fx__HeartbeatReq *req)
+{
+    mb->last_heartbeat_ms = master_now_ms(m);
+    mb->hits_memory = req->hits_memory;
+    mb->hits_ssd = req->hits_ssd;
+    mb->misses = req->misses;
+    mb->ssd_capacity = req->ssd_capacity;
+    mb->ssd_used = req->ssd_used;
+    mb->ssd_errors = req->ssd_errors;
+    Fx__HeartbeatResp resp = FX__HEARTBEAT_RESP__INIT;
+    net_reply(c, h, &resp.base);
+}
