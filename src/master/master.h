@@ -98,6 +98,7 @@ typedef struct master {
     bool sweep_skipped;     /* server.c: the last round was skipped after a stall */
     uv_check_t flush_check;
     void *http; /* http.c state, NULL when disabled */
+    uint64_t stat_pass; /* stat.c: number of the latest Stat pass (allocation.stat_mark) */
     struct net_listener *listener;
 } master;
 

@@ -28,8 +28,7 @@ static Fx__OwnerStat *stat_of(Fx__OwnerStat *stats, size_t n, const seg_space *s
  * once (holders often share a replica's allocation). */
 static void count_bytes(master *m, Fx__OwnerStat *stats, size_t n)
 {
-    static uint64_t pass;
-    pass++;
+    uint64_t pass = ++m->stat_pass;
     route *r, *rtmp;
     HASH_ITER(hh, m->routes.by_key, r, rtmp) {
         for (size_t i = 0; i < r->n_replicas; i++) {

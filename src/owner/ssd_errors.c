@@ -1,6 +1,7 @@
 /*
  * ssd_errors.c - the SSD tier's failures in the owner's words: a short name
- * for each of the engine's result codes (for replies and logs), and the
+ * for each of the engine's result codes (for replies and logs), the one
+ * place where those codes (negative errno values) become FX_E* codes, and the
  * engine's failure counters turned into one WARN line per heartbeat and the
  * heartbeat's ssd_errors (see ssd_tier.h).
  *
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "fluxon/fluxon.h"
 
 const char *ssd_tier_strerror(int rc)
 {
@@ -25,6 +27,15 @@ const char *ssd_tier_strerror(int rc)
     case SSD_ENOMEM: return "out of memory";
     case SSD_ECLOSED: return "the SSD tier is closing";
     default: return "unknown SSD error";
+    }
+}
+
+int ssd_tier_fx_code(int rc)
+{
+    switch (rc) {
+    case SSD_OK: return FX_OK;
+    case SSD_ENOTFOUND: return FX_ENOTFOUND; /* the copy is gone or damaged */
+    default: return FX_EINTERNAL;            /* this owner's failure, not the key's */
     }
 }
 

@@ -120,8 +120,7 @@ static void reply(ssd_stage *s)
     if (!net_conn_is_open(s->conn))
         return;
     if (s->load_status != SSD_OK)
-        net_reply_error(s->conn, &s->hdr,
-                        s->load_status == SSD_ENOTFOUND ? FX_ENOTFOUND : FX_EINTERNAL,
+        net_reply_error(s->conn, &s->hdr, ssd_tier_fx_code(s->load_status),
                         "SSD stage read of a %llu-byte value: %s", (unsigned long long)s->len,
                         ssd_tier_strerror(s->load_status));
     else if (s->push_status)

@@ -82,6 +82,11 @@ typedef struct ssd_tier {
 uint64_t ssd_tier_report_errors(owner *o);
 /* A short name for an ssd_result ("not found", "I/O error", ...). */
 const char *ssd_tier_strerror(int rc);
+/* The FX_E* code that answers a peer for an ssd_result: FX_OK, FX_ENOTFOUND
+ * when the copy is gone or damaged, FX_EINTERNAL for any failure of this
+ * owner's tier. The one place where the engine's codes (negative errno
+ * values) become the cluster's. */
+int ssd_tier_fx_code(int rc);
 
 /* ssd_tier.c */
 /* Opens the tier when fluxonkv_spec.large_limit_size is configured (o->ssd

@@ -28,20 +28,25 @@
 #ifndef FX_SSD_SSD_H
 #define FX_SSD_SSD_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define SSD_ALIGN 512u
 
+/* Results are 0 or a negative errno, as liburing's and libuv's are
+ * (docs/decisions.md, "One error scheme"); the names say which errno the engine
+ * uses for what. The owner maps them to FX_E* codes in one place
+ * (ssd_tier_fx_code), never passing them on raw. */
 enum ssd_result {
     SSD_OK = 0,
-    SSD_ENOTFOUND = -1, /* no committed entry for (key, put_id), or it went stale */
-    SSD_EIO = -2,       /* the device failed the IO (or it was short) */
-    SSD_E2BIG = -3,     /* the value does not fit in one shard */
-    SSD_EINVAL = -4,    /* bad argument or config */
-    SSD_ENOMEM = -5,
-    SSD_ECLOSED = -6,   /* the store is closing */
+    SSD_ENOTFOUND = -ENOENT,   /* no committed entry for (key, put_id), or it went stale */
+    SSD_EIO = -EIO,            /* the device failed the IO (or it was short) */
+    SSD_E2BIG = -EFBIG,        /* the value does not fit in one shard */
+    SSD_EINVAL = -EINVAL,      /* bad argument or config */
+    SSD_ENOMEM = -ENOMEM,
+    SSD_ECLOSED = -ESHUTDOWN,  /* the store is closing */
 };
 
 typedef struct ssd_put_id {
