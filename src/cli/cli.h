@@ -25,8 +25,8 @@ int cli_args_exit(int args_rc);
 /* The default cluster directory, "/tmp/fluxon-$UID", written into buf. */
 void cli_default_dir(char *buf, size_t cap);
 
-int cli_up(int argc, char **argv);   /* cluster.c */
-int cli_down(int argc, char **argv); /* cluster.c */
+int cli_up(int argc, char **argv);   /* up.c */
+int cli_down(int argc, char **argv); /* down.c */
 int cli_put(int argc, char **argv);  /* kv.c */
 int cli_get(int argc, char **argv);  /* kv.c */
 int cli_del(int argc, char **argv);  /* kv.c */

@@ -1,9 +1,10 @@
 /*
  * main.c - the `fluxon` command: dispatch on the first word and the usage text.
  *
- * Each subcommand lives in the file named after what it touches: cluster.c
- * starts and stops a local cluster (up, down), kv.c talks to an owner through
- * libfluxon (put, get, del, stat). Exit codes are in cli.h.
+ * Each subcommand lives in the file named after what it does or touches:
+ * up.c and down.c start and stop a local cluster (over cluster_dir.c, its
+ * directory), kv.c talks to an owner through libfluxon (put, get, del,
+ * stat). Exit codes are in cli.h.
  */
 #include "cli/args.h"
 #include "cli/cli.h"
