@@ -88,6 +88,14 @@ static void catch_signals(void)
     sigaction(SIGHUP, &sa, NULL);
 }
 
+/* Writes "fluxon up: <message>\n" on stderr. */
+static void up_vsay(const char *fmt, va_list ap)
+{
+    fputs("fluxon up: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 /* Reports a failure of `up`, shows the end of log (when given), stops every
  * daemon started so far and removes the files that would name them. */
 static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
@@ -97,11 +105,9 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
 {
     char path[PATH_MAX];
     va_list ap;
-    fputs("fluxon up: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    up_vsay(fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     if (log)
         fio_print_tail(stderr, log, LOG_TAIL_LINES);
 
@@ -384,11 +390,9 @@ static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static int usage_error(const char *fmt, ...)
 {
     va_list ap;
-    fputs("fluxon up: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    up_vsay(fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return cli_args_exit(ARGS_ERROR);
 }
 
