@@ -9,7 +9,7 @@
  * heartbeat_timeout that follows 3 x heartbeat_interval until it is given
  * itself (the schema's applied() hook), and master_config_validate().
  */
-#include "common/config.h"
+#include "master/master_config.h"
 
 
 #include <inttypes.h>

@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#include "common/config.h"
+#include "master/master_config.h"
 #include "master/master.h"
 
 bool placement_has_room(const member *mb, uint64_t len)

@@ -8,7 +8,7 @@
  * has lives here: its defaults and owner_config_validate() (required keys,
  * the client socket's length, the SSD tier's paths and limits).
  */
-#include "common/config.h"
+#include "owner/owner_config.h"
 
 #include <inttypes.h>
 #include <stddef.h>
