@@ -1,15 +1,19 @@
 /*
- * config.c - the YAML files and flags of fluxon-owner and fluxon-master.
+ * config.c - the table-driven engine behind the YAML files and flags of
+ * fluxon-owner and fluxon-master.
  *
- * Both roles describe their keys in one table (dotted path, kind, field
- * offset), so the YAML walker, the flag setter, the deep copy and the free
- * function share one description and cannot drift apart. A value always goes
- * through apply_key(), which parses into temporaries and only then replaces
- * the field: a failed flag leaves the config as it was. A file is loaded into
- * a deep copy that replaces the caller's config only when the whole file was
- * accepted, so a failed load leaves it unchanged too. Values that derive
- * from others (the master's default heartbeat_timeout, 3 x heartbeat_interval)
- * are recomputed by the schema's applied() hook after each key.
+ * Each role describes its keys in one table (dotted path, kind, field
+ * offset): src/owner/owner_config.c and src/master/master_config.c. The YAML
+ * walker, the flag setter, the deep copy and the free function here are
+ * driven by that one description, so they cannot drift apart. A value always
+ * goes through apply_key(), which parses into temporaries and only then
+ * replaces the field: a failed flag leaves the config as it was. A file is
+ * loaded into a deep copy that replaces the caller's config only when the
+ * whole file was accepted, so a failed load leaves it unchanged too. Values
+ * that derive from others (the master's default heartbeat_timeout, 3 x
+ * heartbeat_interval) are recomputed by the schema's applied() hook after
+ * each key. The checks that the roles' validate functions share (names,
+ * "host:port", log level) are here too.
  *
  * The YAML side uses libyaml's document API: the file is composed into a node
  * tree, then walked mapping by mapping. Every error names the dotted key
@@ -29,91 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/un.h>
 #include <yaml.h>
 
 /* Longest host accepted in "host:port" (a DNS name is at most 253 bytes). */
 #define CFG_HOST_MAX 255
-/* How much of an offending value is quoted back in a message. */
-#define CFG_QUOTE "%.80s"
-
-enum cfg_kind {
-    CK_MAP,          /* a section: its keys follow in the table */
-    CK_STR,          /* char *, non-empty, never null */
-    CK_STR_OPT,      /* char *, null clears */
-    CK_HOSTPORT,     /* char * "host:port", never null */
-    CK_HOSTPORT_OPT, /* char * "host:port", null clears */
-    CK_SIZE,         /* uint64_t bytes */
-    CK_BOOL,         /* bool */
-    CK_LOGLEVEL,     /* int, null sets -1 */
-    CK_DURATION,     /* uint64_t milliseconds */
-    CK_ENUM,         /* int: the index of the value in names */
-    CK_PERCENT,      /* unsigned percent, "80%" or "80", min..100 */
-    CK_STRLIST,      /* char ** + size_t count, null clears */
-    CK_SIZELIST,     /* uint64_t * + size_t count, null sets NULL */
-};
-
-struct cfg_key {
-    const char *path; /* dotted, as in the file */
-    enum cfg_kind kind;
-    size_t off;       /* field offset in the config struct */
-    size_t n_off;     /* list kinds: offset of the count */
-    uint64_t min;     /* sizes and durations: smallest accepted value */
-    const char *const *names; /* CK_ENUM: the accepted values, NULL-terminated */
-};
-
-#define OWNER_F(f) offsetof(owner_config, f)
-#define MASTER_F(f) offsetof(master_config, f)
-
-static const struct cfg_key owner_keys[] = {
-    {"cluster_name", CK_STR, OWNER_F(cluster_name), 0, 0, NULL},
-    {"master", CK_HOSTPORT, OWNER_F(master), 0, 0, NULL},
-    {"node_name", CK_STR_OPT, OWNER_F(node_name), 0, 0, NULL},
-    {"data_listen", CK_HOSTPORT, OWNER_F(data_listen), 0, 0, NULL},
-    {"log_level", CK_LOGLEVEL, OWNER_F(log_level), 0, 0, NULL},
-    {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
-    {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1, NULL},
-    {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0, NULL},
-    {"fluxonkv_spec.prefault", CK_BOOL, OWNER_F(prefault), 0, 0, NULL},
-    {"fluxonkv_spec.use_hugepages", CK_BOOL, OWNER_F(use_hugepages), 0, 0, NULL},
-    {"fluxonkv_spec.large_file_paths", CK_STRLIST, OWNER_F(large_file_paths),
-     OWNER_F(n_large_file_paths), 0, NULL},
-    {"fluxonkv_spec.large_limit_size", CK_SIZELIST, OWNER_F(large_limit_size),
-     OWNER_F(n_large_limit_size), FX_SSD_MIN_LIMIT, NULL},
-};
-
-/* Indexed by enum placement_policy_kind. */
-static const char *const placement_names[] = {"random", "local", "remote", NULL};
-
-static const struct cfg_key master_keys[] = {
-    {"cluster_name", CK_STR, MASTER_F(cluster_name), 0, 0, NULL},
-    {"listen", CK_HOSTPORT, MASTER_F(listen), 0, 0, NULL},
-    {"http", CK_HOSTPORT_OPT, MASTER_F(http), 0, 0, NULL},
-    {"inflight_ttl", CK_DURATION, MASTER_F(inflight_ttl_ms), 0, 1, NULL},
-    {"heartbeat_interval", CK_DURATION, MASTER_F(heartbeat_interval_ms), 0, 1, NULL},
-    {"heartbeat_timeout", CK_DURATION, MASTER_F(heartbeat_timeout_ms), 0, 1, NULL},
-    {"placement", CK_ENUM, MASTER_F(placement), 0, 0, placement_names},
-    {"cache_budget", CK_PERCENT, MASTER_F(cache_budget_pct), 0, 1, NULL},
-    {"log_level", CK_LOGLEVEL, MASTER_F(log_level), 0, 0, NULL},
-};
-
-#define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
-
-struct cfg_schema {
-    const struct cfg_key *keys;
-    size_t nkeys;
-    size_t size; /* sizeof the config struct */
-    /* Called after a key was applied, to keep the values that derive from
-     * others in step; may be NULL. */
-    void (*applied)(void *cfg, const struct cfg_key *k);
-};
-
-static void master_applied(void *cfg, const struct cfg_key *k);
-
-static const struct cfg_schema owner_schema = {owner_keys, NKEYS(owner_keys),
-                                               sizeof(owner_config), NULL};
-static const struct cfg_schema master_schema = {master_keys, NKEYS(master_keys),
-                                                sizeof(master_config), master_applied};
 
 #define FIELD(cfg, off, type) ((type *)(void *)((char *)(cfg) + (off)))
 
@@ -125,8 +48,7 @@ struct cfg_value {
     size_t n;
 };
 
-__attribute__((format(printf, 3, 4))) static int cfg_err(char *err, size_t errlen,
-                                                         const char *fmt, ...)
+int cfg_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen > 0) {
         va_list ap;
@@ -460,21 +382,9 @@ static int apply_key(void *cfg, const struct cfg_schema *sc, const struct cfg_ke
     return rc;
 }
 
-/* heartbeat_timeout follows 3 x heartbeat_interval until it is given itself. */
-static void master_applied(void *cfg, const struct cfg_key *k)
-{
-    master_config *c = cfg;
-    if (k->off == MASTER_F(heartbeat_timeout_ms))
-        c->heartbeat_timeout_set = true;
-    if (!c->heartbeat_timeout_set)
-        c->heartbeat_timeout_ms = c->heartbeat_interval_ms > UINT64_MAX / 3
-                                      ? UINT64_MAX
-                                      : 3 * c->heartbeat_interval_ms;
-}
-
 /* ---- free and deep copy, driven by the table ------------------------------ */
 
-static void cfg_free(void *cfg, const struct cfg_schema *sc)
+void cfg_free(void *cfg, const struct cfg_schema *sc)
 {
     if (!cfg)
         return;
@@ -777,8 +687,7 @@ static void yaml_error_message(const yaml_parser_t *p, const char *file, char *e
 }
 
 /* Loads path over cfg; cfg is replaced only when the whole file is accepted. */
-static int cfg_load(void *cfg, const struct cfg_schema *sc, const char *path, char *err,
-                    size_t errlen)
+int cfg_load(void *cfg, const struct cfg_schema *sc, const char *path, char *err, size_t errlen)
 {
     if (!cfg || !path)
         return cfg_err(err, errlen, "config: no file given");
@@ -793,11 +702,8 @@ static int cfg_load(void *cfg, const struct cfg_schema *sc, const char *path, ch
     yaml_parser_t parser;
     yaml_document_t doc, extra;
     bool have_doc = false;
-    /* Large enough for either config struct. */
-    union {
-        owner_config o;
-        master_config m;
-    } tmp;
+    /* The copy the file is loaded into: sc->size bytes, a role's config struct. */
+    void *tmp = NULL;
     bool have_tmp = false;
 
     if (!yaml_parser_initialize(&parser)) {
@@ -827,7 +733,7 @@ static int cfg_load(void *cfg, const struct cfg_schema *sc, const char *path, ch
         }
     }
 
-    if (cfg_copy(&tmp, cfg, sc) < 0) {
+    if (!(tmp = malloc(sc->size)) || cfg_copy(tmp, cfg, sc) < 0) {
         cfg_err(err, errlen, "%s: out of memory", path);
         goto out;
     }
@@ -839,18 +745,19 @@ static int cfg_load(void *cfg, const struct cfg_schema *sc, const char *path, ch
                     node_type_name(root));
             goto out;
         }
-        struct load_ctx lc = {&doc, sc, &tmp, path, err, errlen};
+        struct load_ctx lc = {&doc, sc, tmp, path, err, errlen};
         if (load_mapping(&lc, root, NULL) < 0)
             goto out;
     }
 
     cfg_free(cfg, sc);
-    memcpy(cfg, &tmp, sc->size);
+    memcpy(cfg, tmp, sc->size);
     have_tmp = false;
     rc = 0;
 out:
     if (have_tmp)
-        cfg_free(&tmp, sc);
+        cfg_free(tmp, sc);
+    free(tmp);
     if (have_doc)
         yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
@@ -880,8 +787,8 @@ static const struct cfg_key *find_flag_key(const struct cfg_schema *sc, const ch
     return NULL;
 }
 
-static int cfg_set(void *cfg, const struct cfg_schema *sc, const char *key, const char *value,
-                   char *err, size_t errlen)
+int cfg_set(void *cfg, const struct cfg_schema *sc, const char *key, const char *value, char *err,
+            size_t errlen)
 {
     if (!cfg || !key)
         return cfg_err(err, errlen, "config: no key given");
@@ -935,57 +842,9 @@ static int cfg_set(void *cfg, const struct cfg_schema *sc, const char *key, cons
     free(copy);
     return rc;
 }
+/* ---- validation helpers ------------------------------------------------------ */
 
-/* ---- public API ------------------------------------------------------------ */
-
-void owner_config_init(owner_config *c)
-{
-    memset(c, 0, sizeof *c);
-    c->cluster_name = strdup("fluxon"); /* NULL on OOM: validate reports it */
-    c->data_listen = strdup("127.0.0.1:0");
-    c->log_level = -1;
-    c->prefault = true;
-    c->use_hugepages = true;
-}
-
-void master_config_init(master_config *c)
-{
-    memset(c, 0, sizeof *c);
-    c->cluster_name = strdup("fluxon");
-    c->listen = strdup("127.0.0.1:7700");
-    c->inflight_ttl_ms = 60000;
-    c->heartbeat_interval_ms = 1000;
-    c->heartbeat_timeout_ms = 3 * c->heartbeat_interval_ms;
-    c->heartbeat_timeout_set = false;
-    c->placement = PLACEMENT_RANDOM;
-    c->cache_budget_pct = 80;
-    c->log_level = -1;
-}
-
-int owner_config_load(owner_config *c, const char *path, char *err, size_t errlen)
-{
-    return cfg_load(c, &owner_schema, path, err, errlen);
-}
-
-int master_config_load(master_config *c, const char *path, char *err, size_t errlen)
-{
-    return cfg_load(c, &master_schema, path, err, errlen);
-}
-
-int owner_config_set(owner_config *c, const char *key, const char *value, char *err,
-                     size_t errlen)
-{
-    return cfg_set(c, &owner_schema, key, value, err, errlen);
-}
-
-int master_config_set(master_config *c, const char *key, const char *value, char *err,
-                      size_t errlen)
-{
-    return cfg_set(c, &master_schema, key, value, err, errlen);
-}
-
-static int check_name(const char *label, const char *s, bool required, char *err,
-                      size_t errlen)
+int cfg_check_name(const char *label, const char *s, bool required, char *err, size_t errlen)
 {
     if (!s && required)
         return cfg_err(err, errlen, "%s: missing (required)", label);
@@ -994,8 +853,8 @@ static int check_name(const char *label, const char *s, bool required, char *err
     return 0;
 }
 
-static int check_hostport(const char *label, const char *s, bool required, char *err,
-                          size_t errlen)
+int cfg_check_hostport(const char *label, const char *s, bool required, char *err,
+                       size_t errlen)
 {
     if (!s)
         return required ? cfg_err(err, errlen, "%s: missing (required)", label) : 0;
@@ -1006,92 +865,9 @@ static int check_hostport(const char *label, const char *s, bool required, char 
     return 0;
 }
 
-static int check_log_level(int lvl, char *err, size_t errlen)
+int cfg_check_log_level(int lvl, char *err, size_t errlen)
 {
     if (lvl < -1 || lvl > FX_LOG_DEBUG)
         return cfg_err(err, errlen, "log_level: invalid level %d", lvl);
     return 0;
-}
-
-int owner_config_validate(const owner_config *c, char *err, size_t errlen)
-{
-    if (!c)
-        return cfg_err(err, errlen, "config: missing");
-    if (check_name("cluster_name", c->cluster_name, true, err, errlen) < 0 ||
-        check_hostport("master", c->master, true, err, errlen) < 0 ||
-        check_name("node_name", c->node_name, false, err, errlen) < 0 ||
-        check_hostport("data_listen", c->data_listen, true, err, errlen) < 0 ||
-        check_log_level(c->log_level, err, errlen) < 0)
-        return -1;
-    if (c->memory_size == 0)
-        return cfg_err(err, errlen, "fluxonkv_spec.memory_size: missing (required, > 0)");
-    if (check_name("fluxonkv_spec.client_socket", c->client_socket, true, err, errlen) < 0)
-        return -1;
-    if (strlen(c->client_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-        return cfg_err(err, errlen,
-                       "fluxonkv_spec.client_socket: path is longer than %zu bytes",
-                       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-
-    for (size_t i = 0; i < c->n_large_file_paths; i++) {
-        const char *p = c->large_file_paths[i];
-        if (!p || !*p)
-            return cfg_err(err, errlen, "fluxonkv_spec.large_file_paths[%zu]: must not be empty",
-                           i);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(c->large_file_paths[j], p) == 0)
-                return cfg_err(err, errlen,
-                               "fluxonkv_spec.large_file_paths[%zu]: duplicate path '" CFG_QUOTE
-                               "'",
-                               i, p);
-    }
-    if (c->large_limit_size) {
-        if (c->n_large_limit_size != c->n_large_file_paths)
-            return cfg_err(err, errlen,
-                           "fluxonkv_spec.large_limit_size: has %zu entries but "
-                           "fluxonkv_spec.large_file_paths has %zu",
-                           c->n_large_limit_size, c->n_large_file_paths);
-        for (size_t i = 0; i < c->n_large_limit_size; i++)
-            if (c->large_limit_size[i] < FX_SSD_MIN_LIMIT)
-                return cfg_err(err, errlen,
-                               "fluxonkv_spec.large_limit_size[%zu]: %" PRIu64
-                               " bytes is below the minimum of %u",
-                               i, c->large_limit_size[i], FX_SSD_MIN_LIMIT);
-    }
-    return 0;
-}
-
-int master_config_validate(const master_config *c, char *err, size_t errlen)
-{
-    if (!c)
-        return cfg_err(err, errlen, "config: missing");
-    if (check_name("cluster_name", c->cluster_name, true, err, errlen) < 0 ||
-        check_hostport("listen", c->listen, true, err, errlen) < 0 ||
-        check_hostport("http", c->http, false, err, errlen) < 0 ||
-        check_log_level(c->log_level, err, errlen) < 0)
-        return -1;
-    if (c->inflight_ttl_ms == 0)
-        return cfg_err(err, errlen, "inflight_ttl: must be > 0");
-    if (c->heartbeat_interval_ms == 0)
-        return cfg_err(err, errlen, "heartbeat_interval: must be > 0");
-    if (c->heartbeat_timeout_ms == 0)
-        return cfg_err(err, errlen, "heartbeat_timeout: must be > 0");
-    if (c->heartbeat_timeout_ms <= c->heartbeat_interval_ms)
-        return cfg_err(err, errlen,
-                       "heartbeat_timeout: %" PRIu64 " ms must be > heartbeat_interval (%" PRIu64
-                       " ms)",
-                       c->heartbeat_timeout_ms, c->heartbeat_interval_ms);
-    if (c->placement < PLACEMENT_RANDOM || c->placement > PLACEMENT_REMOTE)
-        return cfg_err(err, errlen, "placement: invalid policy %d (expected random|local|remote)",
-                       c->placement);
-    return 0;
-}
-
-void owner_config_free(owner_config *c)
-{
-    cfg_free(c, &owner_schema);
-}
-
-void master_config_free(master_config *c)
-{
-    cfg_free(c, &master_schema);
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/config.h"
+#include "master/master_config.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "master/master.h"

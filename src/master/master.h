@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "common/config.h"
+#include "master/master_config.h"
 #include "common/hashtable.h"
 #include "net/conn.h"
 #include "net/rpc.h"

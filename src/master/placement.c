@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#include "common/config.h"
+#include "master/master_config.h"
 #include "master/master.h"
 #include "master/members.h"
 

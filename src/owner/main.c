@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/config.h"
+#include "owner/owner_config.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "net/unix_path.h"

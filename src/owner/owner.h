@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "common/config.h"
+#include "owner/owner_config.h"
 #include "common/hashtable.h"
 #include "net/conn.h"
 #include "net/rpc.h"

@@ -5,7 +5,8 @@
  * overrides, and failed loads or flags that leave the config unchanged.
  * Temporary YAML files go under /tmp and are removed at the end.
  */
-#include "common/config.h"
+#include "master/master_config.h"
+#include "owner/owner_config.h"
 #include "common/log.h"
 #include "testlib.h"
 

@@ -1,31 +1,18 @@
 /*
- * cluster.c - `fluxon up` and `fluxon down`: a local cluster of one master and
- * its owners, run in the background out of one directory:
- *
- *   DIR/master.pid  master.addr  master.log
- *   DIR/owner<i>.pid  owner<i>.yaml  owner<i>.log  owner<i>.sock   (i = 0..N-1)
- *   DIR/ssd<i>/      owner i's SSD tier, with --ssd SIZE (large_file_paths:
- *                    [DIR/ssd<i>], large_limit_size: [SIZE])
- *
- * DIR/cluster.lock  held by `up` and `down` while they work (it stays)
- *
- * Pid files name the running daemons; master.addr is the master's
- * "HOST:PORT\n", written by the master once it listens; logs stay after
- * `down` for a post-mortem.
+ * up.c - `fluxon up`: start a local cluster of one master and its owners in
+ * the background, out of one directory (its layout: cluster_dir.h).
  *
  * up starts the master on a free port, writes each owner's YAML with that
  * address (node_name owner<i>, its own socket, a data plane on a free port),
  * starts the owners, and returns only once every owner answers a ping on its
  * client socket, then prints the sockets one per line, owner0 first; if
  * anything fails on the way it stops everything it started and shows the
- * failing daemon's log. down stops the daemons named by
- * the pid files, owners first so that none reports to a master that is already
- * gone, and removes the runtime files and the SSD tiers' files (an owner
- * truncates its shards at start, so nothing in them outlives the cluster
- * anyway; removing them gives the disk space back).
+ * failing daemon's log. It holds the directory lock while it works, and a
+ * cluster already running in the directory is refused, not replaced.
  */
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/cluster_dir.h"
 #include "cli/fileio.h"
 #include "cli/proc.h"
 #include "common/mkdir_p.h"
@@ -33,7 +20,6 @@
 #include "net/unix_path.h"
 #include "fluxon/fluxon.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -41,9 +27,9 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -52,208 +38,11 @@
 #define MASTER_ADDR_TIMEOUT_MS 10000
 #define OWNER_READY_TIMEOUT_MS 30000
 #define POLL_MS 10
-#define DOWN_TERM_MS 5000
-#define DOWN_KILL_MS 5000
 #define UP_ABORT_TERM_MS 2000
 #define LOG_TAIL_LINES 20
 #define GIB (1024ull * 1024 * 1024)
-#define CLUSTER_NAME "fluxon"
-#define CLUSTER_MAX_OWNERS 256
 /* proc_stop() takes at most 256 pids: the owners and the master. */
 #define UP_MAX_OWNERS 128
-
-/* ---- directory layout ------------------------------------------------------ */
-
-/* Writes "DIR/NAME" into out. Returns 0, or -ENAMETOOLONG. */
-static int cluster_path(char *out, size_t cap, const char *dir, const char *name)
-{
-    if ((size_t)snprintf(out, cap, "%s/%s", dir, name) >= cap)
-        return -ENAMETOOLONG;
-    return 0;
-}
-
-/* Writes "DIR/owner<i>.EXT" into out. Returns 0, or -ENAMETOOLONG. */
-static int owner_path(char *out, size_t cap, const char *dir, size_t i, const char *ext)
-{
-    int n = snprintf(out, cap, "%s/owner%zu.%s", dir, i, ext);
-    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-static void cluster_names_free(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-}
-
-/* Lists the entries of dir named PREFIX*SUFFIX, sorted, into names (each
- * malloc'd; free with cluster_names_free). Returns the count (at most max)
- * or -errno (-ENOENT when dir is absent). */
-static int cluster_list(const char *dir, const char *prefix, const char *suffix, char **names,
-                        size_t max)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -errno;
-    size_t n = 0;
-    struct dirent *e;
-    while (n < max && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !has_suffix(e->d_name, suffix))
-            continue;
-        if (!(names[n] = strdup(e->d_name))) {
-            closedir(d);
-            cluster_names_free(names, n);
-            return -ENOMEM;
-        }
-        n++;
-    }
-    closedir(d);
-    qsort(names, n, sizeof names[0], cmp_names);
-    return (int)n;
-}
-
-/* Removes DIR/PREFIX*SUFFIX (a missing file is fine). */
-static void remove_matching(const char *dir, const char *prefix, const char *suffix)
-{
-    char *names[CLUSTER_MAX_OWNERS];
-    char path[PATH_MAX];
-    int n = cluster_list(dir, prefix, suffix, names, CLUSTER_MAX_OWNERS);
-    for (int i = 0; i < n; i++)
-        if (cluster_path(path, sizeof path, dir, names[i]) == 0)
-            unlink(path);
-    if (n > 0)
-        cluster_names_free(names, (size_t)n);
-}
-
-/* Removes the SSD tier files an owner of this cluster created under
- * DIR/ssd<i>: <cluster>_cluster_kv_ssd_storage/<instance>/{lock,shard-NNN},
- * then the directories, each only when it is empty (nothing else is
- * touched). */
-static void remove_ssd_dirs(const char *dir)
-{
-    char *ssds[CLUSTER_MAX_OWNERS], *inst[CLUSTER_MAX_OWNERS], *files[CLUSTER_MAX_OWNERS];
-    char base[PATH_MAX], root[PATH_MAX], idir[PATH_MAX], path[PATH_MAX];
-    int n = cluster_list(dir, "ssd", "", ssds, CLUSTER_MAX_OWNERS);
-    for (int i = 0; i < n; i++) {
-        if (strspn(ssds[i] + 3, "0123456789") != strlen(ssds[i] + 3) || !ssds[i][3] ||
-            cluster_path(base, sizeof base, dir, ssds[i]) != 0 ||
-            cluster_path(root, sizeof root, base, CLUSTER_NAME "_cluster_kv_ssd_storage") != 0)
-            continue;
-        int m = cluster_list(root, "", "", inst, CLUSTER_MAX_OWNERS);
-        for (int j = 0; j < m; j++) {
-            if (inst[j][0] == '.' || cluster_path(idir, sizeof idir, root, inst[j]) != 0)
-                continue;
-            int k = cluster_list(idir, "shard-", "", files, CLUSTER_MAX_OWNERS);
-            for (int f = 0; f < k; f++)
-                if (cluster_path(path, sizeof path, idir, files[f]) == 0)
-                    unlink(path);
-            if (k > 0)
-                cluster_names_free(files, (size_t)k);
-            if (cluster_path(path, sizeof path, idir, "lock") == 0)
-                unlink(path);
-            rmdir(idir);
-        }
-        if (m > 0)
-            cluster_names_free(inst, (size_t)m);
-        rmdir(root);
-        rmdir(base);
-    }
-    if (n > 0)
-        cluster_names_free(ssds, (size_t)n);
-}
-
-/* True when pid, a running Fluxon daemon, is the one that DIR/pidname
- * (master.pid, owner<i>.pid) stands for: started with this directory's file
- * as an argument (the master's --port-file DIR/master.addr, an owner's
- * --config DIR/owner<i>.yaml). A reused pid, even of another cluster's
- * daemon, is not. */
-static bool started_for_dir(pid_t pid, const char *dir, const char *pidname)
-{
-    char mark[PATH_MAX], name[NAME_MAX + 1];
-    size_t n = strlen(pidname);
-    if (n < 4 || n - 4 > NAME_MAX - 5 || strcmp(pidname + n - 4, ".pid") != 0)
-        return false;
-    if (strcmp(pidname, "master.pid") == 0)
-        snprintf(name, sizeof name, "master.addr");
-    else
-        snprintf(name, sizeof name, "%.*s.yaml", (int)(n - 4), pidname);
-    return cluster_path(mark, sizeof mark, dir, name) == 0 && proc_has_arg(pid, mark);
-}
-
-/* The pid in DIR/NAME, 0 when there is none or it names no running Fluxon
- * daemon (a stale file). */
-static pid_t pidfile_daemon(const char *dir, const char *name)
-{
-    char path[PATH_MAX];
-    pid_t pid;
-    if (cluster_path(path, sizeof path, dir, name) != 0 || proc_pidfile_read(path, &pid) != 0)
-        return 0;
-    return proc_alive(pid) && proc_is_fluxon(pid) ? pid : 0;
-}
-
-/* The pid in DIR/NAME when it names this directory's running daemon, else 0. */
-static pid_t live_daemon(const char *dir, const char *name)
-{
-    pid_t pid = pidfile_daemon(dir, name);
-    return pid && started_for_dir(pid, dir, name) ? pid : 0;
-}
-
-/* DIR/cluster.lock while this process holds it (-1: not held); a forked
- * child that does not exec (the ping probe) closes its copy first thing, so
- * a probe that outlives a killed `up` cannot keep the directory locked. */
-static int held_lock = -1;
-
-/* Holds DIR/cluster.lock while `up` or `down` works in DIR, so that two of
- * them never interleave (two `up`s would both find no cluster and start two).
- * create: make the file when it is missing (`up`); else a missing file means
- * no `up` of this version ever ran there, and nothing is locked (0 returned).
- * Returns 0 with held_lock set (or not, see create), or -1 after saying why. */
-static int lock_dir(const char *cmd, const char *dir, bool create)
-{
-    char path[PATH_MAX];
-    if (cluster_path(path, sizeof path, dir, "cluster.lock") != 0) {
-        fprintf(stderr, "fluxon %s: %s: path too long\n", cmd, dir);
-        return -1;
-    }
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0644);
-    if (fd < 0 && !create && errno == ENOENT)
-        return 0;
-    if (fd < 0) {
-        fprintf(stderr, "fluxon %s: %s: %s\n", cmd, path, strerror(errno));
-        return -1;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "fluxon %s: waiting for another fluxon up or down in %s\n", cmd, dir);
-        while (flock(fd, LOCK_EX) != 0) {
-            if (errno == EINTR)
-                continue;
-            fprintf(stderr, "fluxon %s: cannot lock %s: %s\n", cmd, path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-    }
-    held_lock = fd;
-    return 0;
-}
-
-static void unlock_dir(void)
-{
-    if (held_lock >= 0)
-        close(held_lock);
-    held_lock = -1;
-}
-
-/* ---- up ------------------------------------------------------------------------ */
 
 /* One owner of the cluster: its files, and its pid once started. */
 struct up_owner {
@@ -299,6 +88,14 @@ static void catch_signals(void)
     sigaction(SIGHUP, &sa, NULL);
 }
 
+/* Writes "fluxon up: <message>\n" on stderr. */
+static void up_vsay(const char *fmt, va_list ap)
+{
+    fputs("fluxon up: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 /* Reports a failure of `up`, shows the end of log (when given), stops every
  * daemon started so far and removes the files that would name them. */
 static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
@@ -308,11 +105,9 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
 {
     char path[PATH_MAX];
     va_list ap;
-    fputs("fluxon up: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    up_vsay(fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     if (log)
         fio_print_tail(stderr, log, LOG_TAIL_LINES);
 
@@ -321,7 +116,7 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
     for (size_t i = 0; i < run->n_owners; i++)
         pids[n++] = run->owners[i].pid;
     pids[n++] = run->master;
-    if (proc_stop(pids, n, UP_ABORT_TERM_MS, DOWN_KILL_MS) != 0) {
+    if (proc_stop(pids, n, UP_ABORT_TERM_MS, CLUSTER_KILL_MS) != 0) {
         fprintf(stderr, "fluxon up: could not stop every daemon; see 'fluxon down --dir %s'\n",
                 run->dir);
         return CLI_FAIL;
@@ -332,7 +127,7 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
         unlink(run->owners[i].yaml);
     }
     if (run->ssd)
-        remove_ssd_dirs(run->dir);
+        cluster_remove_ssd_dirs(run->dir);
     static const char *const files[] = {"master.pid", "master.addr"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         if (cluster_path(path, sizeof path, run->dir, files[i]) == 0)
@@ -482,8 +277,7 @@ static int probe_owner(const char *sock, int64_t deadline, char *why, size_t cap
     }
     if (pid == 0) {
         close(pfd[0]);
-        if (held_lock >= 0)
-            close(held_lock); /* the parent's lock is its own, not this probe's */
+        cluster_unlock(); /* the parent's lock is its own, not this probe's */
         int err = FX_ECONN;
         fx_client *c = fx_connect(sock, &err);
         if (c)
@@ -596,11 +390,9 @@ static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static int usage_error(const char *fmt, ...)
 {
     va_list ap;
-    fputs("fluxon up: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    up_vsay(fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return cli_args_exit(ARGS_ERROR);
 }
 
@@ -617,10 +409,10 @@ static int up_paths(struct up_run *run)
     for (size_t i = 0; i < run->n_owners; i++) {
         struct up_owner *o = &run->owners[i];
         snprintf(o->name, sizeof o->name, "owner%zu", i);
-        if (owner_path(o->pid_path, sizeof o->pid_path, dir, i, "pid") ||
-            owner_path(o->yaml, sizeof o->yaml, dir, i, "yaml") ||
-            owner_path(o->log, sizeof o->log, dir, i, "log") ||
-            owner_path(o->sock, sizeof o->sock, dir, i, "sock") ||
+        if (cluster_owner_path(o->pid_path, sizeof o->pid_path, dir, i, "pid") ||
+            cluster_owner_path(o->yaml, sizeof o->yaml, dir, i, "yaml") ||
+            cluster_owner_path(o->log, sizeof o->log, dir, i, "log") ||
+            cluster_owner_path(o->sock, sizeof o->sock, dir, i, "sock") ||
             (size_t)snprintf(o->ssd, sizeof o->ssd, "%s/ssd%zu", dir, i) >= sizeof o->ssd) {
             fprintf(stderr, "fluxon up: %s: path too long\n", dir);
             return CLI_FAIL;
@@ -639,11 +431,11 @@ static int up_paths(struct up_run *run)
  * (a cluster started with more owners counts too), else 0. */
 static pid_t running_daemon(const char *dir)
 {
-    pid_t running = live_daemon(dir, "master.pid");
+    pid_t running = cluster_live_daemon(dir, "master.pid");
     char *names[CLUSTER_MAX_OWNERS];
     int n = cluster_list(dir, "owner", ".pid", names, CLUSTER_MAX_OWNERS);
     for (int i = 0; i < n && !running; i++)
-        running = live_daemon(dir, names[i]);
+        running = cluster_live_daemon(dir, names[i]);
     if (n > 0)
         cluster_names_free(names, (size_t)n);
     return running;
@@ -670,7 +462,7 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
      * owners than now) would be taken for this cluster's by `down`. */
     unlink(run->master_addr);
     unlink(run->master_pid);
-    remove_matching(dir, "owner", ".pid");
+    cluster_remove_matching(dir, "owner", ".pid");
     /* A socket that still answers belongs to an owner nobody tracks (its pid
      * file lost): taking the path would cut it off from its clients. */
     for (size_t i = 0; i < run->n_owners; i++) {
@@ -796,104 +588,12 @@ int cli_up(int argc, char **argv)
         fprintf(stderr, "fluxon up: %s\n", strerror(ENOMEM));
         return CLI_FAIL;
     }
-    if (lock_dir("up", dir, true) < 0) {
+    if (cluster_lock("up", dir, true) < 0) {
         free(run.owners);
         return CLI_FAIL;
     }
     rc = up_start(&run, master_bin, owner_bin, dram);
-    unlock_dir();
+    cluster_unlock();
     free(run.owners);
     return rc;
-}
-
-/* ---- down ---------------------------------------------------------------------- */
-
-/* Stops the daemons named by the pid files DIR/names[0..n) and removes those
- * files. A pid file whose process is gone, or was reused by another program,
- * is stale: it is removed and nothing is signalled. Returns 0, or -1 after
- * reporting a daemon that would not stop (its pid file stays). */
-static int stop_group(const char *dir, char **names, size_t n)
-{
-    pid_t pids[CLUSTER_MAX_OWNERS] = {0};
-    char path[PATH_MAX];
-    int failed = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        pid_t pid = pidfile_daemon(dir, names[i]);
-        if (pid && started_for_dir(pid, dir, names[i]))
-            pids[i] = pid;
-        else if (pid)
-            fprintf(stderr,
-                    "fluxon down: %s/%s names pid %d, a Fluxon daemon not started for %s "
-                    "(another cluster, or this directory moved); left running\n",
-                    dir, names[i], (int)pid, dir);
-    }
-    int rc = proc_stop(pids, n, DOWN_TERM_MS, DOWN_KILL_MS);
-    for (size_t i = 0; i < n; i++) {
-        if (cluster_path(path, sizeof path, dir, names[i]) != 0)
-            continue;
-        if (rc != 0 && pids[i] > 0 && proc_alive(pids[i])) {
-            fprintf(stderr, "fluxon down: pid %d (%s) did not exit: %s\n", (int)pids[i], path,
-                    strerror(-rc));
-            failed = 1;
-            continue;
-        }
-        unlink(path);
-    }
-    return failed ? -1 : 0;
-}
-
-int cli_down(int argc, char **argv)
-{
-    const char *dir_opt = NULL, *pos[1];
-    size_t npos;
-    const struct args_opt opts[] = {{"--dir", NULL, &dir_opt, NULL}};
-    const struct args_spec spec = {"down", opts, 1, NULL, 0, 0};
-    int rc = args_parse(&spec, argc, argv, pos, &npos);
-    if (rc != ARGS_OK)
-        return cli_args_exit(rc);
-
-    char default_dir[PATH_MAX], dir[PATH_MAX], path[PATH_MAX];
-    cli_default_dir(default_dir, sizeof default_dir);
-    const char *given = dir_opt ? dir_opt : default_dir;
-    if (!realpath(given, dir))
-        snprintf(dir, sizeof dir, "%s", given);
-
-    /* Locked before the pid files are read: an `up` still starting writes
-     * them, and a list taken before it finished would miss its owners. */
-    if (lock_dir("down", dir, false) < 0)
-        return CLI_FAIL;
-    char *owners[CLUSTER_MAX_OWNERS];
-    int n = cluster_list(dir, "owner", ".pid", owners, CLUSTER_MAX_OWNERS);
-    if (n < 0)
-        n = 0;
-    char master_name[] = "master.pid";
-    char *master[1] = {master_name};
-    bool has_master = cluster_path(path, sizeof path, dir, master[0]) == 0 &&
-                      access(path, F_OK) == 0;
-    if (n == 0 && !has_master) {
-        fprintf(stderr, "fluxon down: no cluster in %s\n", dir);
-        unlock_dir();
-        return CLI_FAIL;
-    }
-
-    /* Owners first: each deregisters from a master that is still there. */
-    int failed = stop_group(dir, owners, (size_t)n) != 0;
-    cluster_names_free(owners, (size_t)n);
-    if (has_master && stop_group(dir, master, 1) != 0)
-        failed = 1;
-    if (failed) {
-        unlock_dir();
-        return CLI_FAIL; /* keep the sockets and configs of what still runs */
-    }
-
-    remove_matching(dir, "owner", ".sock");
-    remove_matching(dir, "owner", ".yaml");
-    remove_matching(dir, "owner", ".tmp");
-    remove_ssd_dirs(dir);
-    remove_matching(dir, "master", ".tmp");
-    if (cluster_path(path, sizeof path, dir, "master.addr") == 0)
-        unlink(path);
-    unlock_dir(); /* cluster.lock itself stays: removing it could split a waiter's lock */
-    return CLI_OK;
 }

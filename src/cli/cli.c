@@ -1,0 +1,67 @@
+/*
+ * cli.c - what the subcommands of the `fluxon` command share (see cli.h): the
+ * usage text, the exit code of an option-parsing result, and the default
+ * cluster directory.
+ *
+ * Kept apart from main.c, which only dispatches, so that the subcommand
+ * files call down into this file and never back into the dispatcher.
+ */
+#include "cli/args.h"
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: fluxon <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  up [--dir DIR] [--dram SIZE] [--ssd SIZE] [--owners N] [--cache-budget PCT]\n"
+    "     [--bin-dir PATH]\n"
+    "      start a local cluster (one master, N owners) in the background and\n"
+    "      print each owner's client socket path\n"
+    "  down [--dir DIR]\n"
+    "      stop the cluster started in DIR and remove its runtime files\n"
+    "  put KEY [FILE|-] [--socket PATH]\n"
+    "      store the contents of FILE (stdin when '-' or absent) under KEY\n"
+    "  get [-v] KEY [-o FILE] [--socket PATH]\n"
+    "      write the value of KEY to stdout (or FILE); -v prints its source\n"
+    "      (source=memory or source=ssd) on stderr\n"
+    "  del KEY [--socket PATH]\n"
+    "      delete KEY\n"
+    "  stat [--socket PATH]\n"
+    "      per-owner memory and SSD capacity/used and hits by source\n"
+    "\n"
+    "DIR defaults to /tmp/fluxon-$UID; SIZE is bytes or a size such as 512MB or\n"
+    "1.5GB (binary units); --dram defaults to 1GB. The binaries fluxon-master and\n"
+    "fluxon-owner come from --bin-dir, else the directory of this program, else\n"
+    "PATH. The socket is --socket, else $FLUXON_SOCKET, else\n"
+    "/tmp/fluxon-$UID/owner0.sock. Options may come before or after the other\n"
+    "arguments; use '--' before a KEY that starts with '-'.\n"
+    "\n"
+    "exit status: 0 success, 1 failure (KeyNotFound on a miss), 2 usage error.\n";
+
+void cli_usage(FILE *out)
+{
+    fputs(usage_text, out);
+}
+
+void cli_usage_hint(void)
+{
+    fputs("run 'fluxon --help' for the commands and their options\n", stderr);
+}
+
+int cli_args_exit(int args_rc)
+{
+    if (args_rc == ARGS_HELP) {
+        cli_usage(stdout);
+        return CLI_OK;
+    }
+    cli_usage_hint();
+    return CLI_USAGE;
+}
+
+void cli_default_dir(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "/tmp/fluxon-%u", (unsigned)getuid());
+}

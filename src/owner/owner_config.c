@@ -1,0 +1,112 @@
+/*
+ * owner_config.c - the keys of fluxon-owner's YAML file and flags, and the
+ * rules that span them.
+ *
+ * The table below is the whole description of the owner's keys (dotted path,
+ * kind, field offset); the table-driven engine in common/config.c walks the
+ * YAML file, applies flags, deep-copies and frees by it. What only the owner
+ * has lives here: its defaults and owner_config_validate() (required keys,
+ * the client socket's length, the SSD tier's paths and limits).
+ */
+#include "owner/owner_config.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/un.h>
+
+#define OWNER_F(f) offsetof(owner_config, f)
+
+static const struct cfg_key owner_keys[] = {
+    {"cluster_name", CK_STR, OWNER_F(cluster_name), 0, 0, NULL},
+    {"master", CK_HOSTPORT, OWNER_F(master), 0, 0, NULL},
+    {"node_name", CK_STR_OPT, OWNER_F(node_name), 0, 0, NULL},
+    {"data_listen", CK_HOSTPORT, OWNER_F(data_listen), 0, 0, NULL},
+    {"log_level", CK_LOGLEVEL, OWNER_F(log_level), 0, 0, NULL},
+    {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
+    {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1, NULL},
+    {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0, NULL},
+    {"fluxonkv_spec.prefault", CK_BOOL, OWNER_F(prefault), 0, 0, NULL},
+    {"fluxonkv_spec.use_hugepages", CK_BOOL, OWNER_F(use_hugepages), 0, 0, NULL},
+    {"fluxonkv_spec.large_file_paths", CK_STRLIST, OWNER_F(large_file_paths),
+     OWNER_F(n_large_file_paths), 0, NULL},
+    {"fluxonkv_spec.large_limit_size", CK_SIZELIST, OWNER_F(large_limit_size),
+     OWNER_F(n_large_limit_size), FX_SSD_MIN_LIMIT, NULL},
+};
+
+static const struct cfg_schema owner_schema = {owner_keys, CFG_NKEYS(owner_keys),
+                                               sizeof(owner_config), NULL};
+
+void owner_config_init(owner_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->cluster_name = strdup("fluxon"); /* NULL on OOM: validate reports it */
+    c->data_listen = strdup("127.0.0.1:0");
+    c->log_level = -1;
+    c->prefault = true;
+    c->use_hugepages = true;
+}
+
+int owner_config_load(owner_config *c, const char *path, char *err, size_t errlen)
+{
+    return cfg_load(c, &owner_schema, path, err, errlen);
+}
+
+int owner_config_set(owner_config *c, const char *key, const char *value, char *err,
+                     size_t errlen)
+{
+    return cfg_set(c, &owner_schema, key, value, err, errlen);
+}
+
+int owner_config_validate(const owner_config *c, char *err, size_t errlen)
+{
+    if (!c)
+        return cfg_err(err, errlen, "config: missing");
+    if (cfg_check_name("cluster_name", c->cluster_name, true, err, errlen) < 0 ||
+        cfg_check_hostport("master", c->master, true, err, errlen) < 0 ||
+        cfg_check_name("node_name", c->node_name, false, err, errlen) < 0 ||
+        cfg_check_hostport("data_listen", c->data_listen, true, err, errlen) < 0 ||
+        cfg_check_log_level(c->log_level, err, errlen) < 0)
+        return -1;
+    if (c->memory_size == 0)
+        return cfg_err(err, errlen, "fluxonkv_spec.memory_size: missing (required, > 0)");
+    if (cfg_check_name("fluxonkv_spec.client_socket", c->client_socket, true, err, errlen) < 0)
+        return -1;
+    if (strlen(c->client_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return cfg_err(err, errlen,
+                       "fluxonkv_spec.client_socket: path is longer than %zu bytes",
+                       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+
+    for (size_t i = 0; i < c->n_large_file_paths; i++) {
+        const char *p = c->large_file_paths[i];
+        if (!p || !*p)
+            return cfg_err(err, errlen, "fluxonkv_spec.large_file_paths[%zu]: must not be empty",
+                           i);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(c->large_file_paths[j], p) == 0)
+                return cfg_err(err, errlen,
+                               "fluxonkv_spec.large_file_paths[%zu]: duplicate path '" CFG_QUOTE
+                               "'",
+                               i, p);
+    }
+    if (c->large_limit_size) {
+        if (c->n_large_limit_size != c->n_large_file_paths)
+            return cfg_err(err, errlen,
+                           "fluxonkv_spec.large_limit_size: has %zu entries but "
+                           "fluxonkv_spec.large_file_paths has %zu",
+                           c->n_large_limit_size, c->n_large_file_paths);
+        for (size_t i = 0; i < c->n_large_limit_size; i++)
+            if (c->large_limit_size[i] < FX_SSD_MIN_LIMIT)
+                return cfg_err(err, errlen,
+                               "fluxonkv_spec.large_limit_size[%zu]: %" PRIu64
+                               " bytes is below the minimum of %u",
+                               i, c->large_limit_size[i], FX_SSD_MIN_LIMIT);
+    }
+    return 0;
+}
+
+void owner_config_free(owner_config *c)
+{
+    cfg_free(c, &owner_schema);
+}

@@ -1,0 +1,74 @@
+/*
+ * owner_config.h - the configuration of fluxon-owner: its YAML file and
+ * flags (keys in owner_config.c, over the engine of common/config.h).
+ *
+ * Owner file, same keys as the spec:
+ *
+ *   cluster_name: demo
+ *   master: 127.0.0.1:7700
+ *   node_name: owner0                       # optional, default "owner-<pid>"
+ *   data_listen: 127.0.0.1:0                # optional, default 127.0.0.1:0: where
+ *                                           # the owner-to-owner data plane listens
+ *   log_level: warn                         # optional: error|warn|info|debug
+ *   fluxonkv_spec:
+ *     memory_size: 2GB                      # required, > 0
+ *     client_socket: ./var/owner0.sock      # required
+ *     prefault: true                        # optional, touch the segment at start
+ *     use_hugepages: true                   # optional, 2 MiB pages when reserved
+ *     large_file_paths: [/data/fx0, /data/fx1]
+ *     large_limit_size: ["4GB", "8GB"]      # absent or null: no SSD tier
+ *
+ * Every key can also be set by flag (owner_config_set with the dotted key, for
+ * example "fluxonkv_spec.memory_size", or the last component alone). Every
+ * violation is reported as "<key>: <what is wrong>" in err; callers exit 2.
+ */
+#ifndef FX_OWNER_OWNER_CONFIG_H
+#define FX_OWNER_OWNER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+
+#define FX_SSD_MIN_LIMIT 512u
+
+typedef struct owner_config {
+    char *cluster_name;     /* default "fluxon" */
+    char *master;           /* "host:port", required */
+    char *node_name;        /* default NULL: the owner picks "owner-<pid>" */
+    char *data_listen;      /* "host:port" of the data plane, default "127.0.0.1:0" */
+    int log_level;          /* -1: not set */
+    uint64_t memory_size;   /* required, > 0 */
+    char *client_socket;    /* required */
+    bool prefault;          /* default true */
+    bool use_hugepages;     /* default true: hugetlb pages when enough are free */
+    char **large_file_paths;
+    size_t n_large_file_paths;
+    uint64_t *large_limit_size; /* NULL when absent or null: no SSD tier */
+    size_t n_large_limit_size;
+} owner_config;
+
+/* Fills defaults. */
+void owner_config_init(owner_config *c);
+
+/* Reads a YAML file over the current values. Returns 0, or -1 with a message
+ * naming the key (or the file and line for a YAML syntax error) in err. Unknown
+ * keys are errors. */
+int owner_config_load(owner_config *c, const char *path, char *err, size_t errlen);
+
+/* Sets one key from a string, as a flag would ("fluxonkv_spec.memory_size" or
+ * "memory_size"; lists as comma-separated values, "null" clears
+ * large_limit_size). Returns 0 or -1 with a message naming the key. */
+int owner_config_set(owner_config *c, const char *key, const char *value, char *err,
+                     size_t errlen);
+
+/* Checks the rules that span keys (required keys present, memory_size > 0,
+ * large_limit_size the same length as large_file_paths, each limit >= 512,
+ * "host:port" forms). Returns 0 or -1 with a message naming the key. */
+int owner_config_validate(const owner_config *c, char *err, size_t errlen);
+
+/* Frees what the config owns (NULL-safe); the struct itself is the caller's. */
+void owner_config_free(owner_config *c);
+
+#endif
