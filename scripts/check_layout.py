@@ -30,10 +30,17 @@ TARGETS = ["fx_common", "fx_proto", "fx_net", "fx_master", "fluxon-master", "fx_
 DAEMON_STATE = re.compile(r"^static\s+(?:struct\s+)?(master|owner)\s*\*", re.M)
 
 
-def symbols(obj, flag):
-    """Global symbols nm lists for obj: defined ones (flag --defined-only) or undefined (-u)."""
-    out = subprocess.run(["nm", "-g", flag, obj], capture_output=True, text=True, check=True)
-    return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+def symbols(objs, flag):
+    """{object: global symbols nm lists for it}: defined ones (flag --defined-only)
+    or undefined ones (-u), read with one nm call for all objects."""
+    out = subprocess.run(["nm", "-g", "-A", flag] + list(objs), capture_output=True, text=True,
+                         check=True)
+    syms = {obj: set() for obj in objs}
+    for line in out.stdout.splitlines():
+        obj, _, rest = line.partition(":")
+        if obj in syms and rest.split():
+            syms[obj].add(rest.split()[-1])
+    return syms
 
 
 def source_objects(build, repo):
@@ -107,8 +114,10 @@ def main():
         folders.setdefault(os.path.dirname(src), []).append(src)
     for folder in sorted(folders):
         files = folders[folder]
-        defined = {f: symbols(objs[f], "--defined-only") for f in files}
-        used = {f: symbols(objs[f], "-u") for f in files}
+        by_obj_defined = symbols([objs[f] for f in files], "--defined-only")
+        by_obj_used = symbols([objs[f] for f in files], "-u")
+        defined = {f: by_obj_defined[objs[f]] for f in files}
+        used = {f: by_obj_used[objs[f]] for f in files}
         edges = {a: {b for b in files if b != a and used[a] & defined[b]} for a in files}
         if verbose:
             for a in sorted(files):

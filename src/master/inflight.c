@@ -8,6 +8,7 @@
  */
 #include "master/inflight.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@ static char *put_table_key(const void *key, size_t klen, put_id pid, size_t *out
 }
 
 /* Counts one more (delta 1) or one less (-1) in-flight put of key. Returns
- * the count before the change, or -1 when out of memory (nothing counted). */
+ * the count before the change, or -ENOMEM (nothing counted). */
 static int count_inflight_key(master *m, const char *key, size_t klen, int delta)
 {
     inflight_key *k;
@@ -44,7 +45,7 @@ static int count_inflight_key(master *m, const char *key, size_t klen, int delta
         k = calloc(1, sizeof *k);
         if (!k || !(k->key = fx_memdup(key, klen))) {
             free(k);
-            return -1;
+            return -ENOMEM;
         }
         k->klen = klen;
         HASH_ADD_KEYPTR(hh, m->inflight_keys, k->key, k->klen, k);
