@@ -47,7 +47,7 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     if (h->type == MSG_REGISTER) {
         if (mb)
             net_reply_error(c, h, FX_EINVAL, "connection already registered");
-        else
+        else /* mc outlives the register call: net_conn_close defers its free to uv_close */
             mc->mb = master_on_register(m, c, h, (Fx__RegisterReq *)msg);
         return;
     }
