@@ -59,14 +59,21 @@ static void touch_pages(uint8_t *base, uint64_t size)
 
 #define HUGE_PAGE (2ull << 20)
 
-/* Creates and sizes the memfd (and reserves its pages when asked). */
+/* The seals a segment carries before its fd is passed to any client: its size
+ * can never change (a client's ftruncate would turn every value into zeros for
+ * every reader, or SIGBUS them), and no one can lift that. */
+#define SEGMENT_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/* Creates, sizes and seals the memfd (and reserves its pages when asked). */
 static int make_memfd(uint64_t size, bool huge, bool reserve, int *out)
 {
-    int fd = memfd_create("fluxon-segment", MFD_CLOEXEC | (huge ? MFD_HUGETLB : 0));
+    int fd = memfd_create("fluxon-segment",
+                          MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB : 0));
     if (fd < 0)
         return -errno;
     int r = 0;
-    if (ftruncate(fd, (off_t)size) < 0 || (reserve && fallocate(fd, 0, 0, (off_t)size) < 0)) {
+    if (ftruncate(fd, (off_t)size) < 0 || (reserve && fallocate(fd, 0, 0, (off_t)size) < 0) ||
+        fcntl(fd, F_ADD_SEALS, SEGMENT_SEALS) < 0) {
         r = -errno;
         close(fd);
         return r;

@@ -40,7 +40,9 @@ typedef struct segment {
  * reserving it would wake the OOM killer. With prefault, the check and the
  * reservation hold the reserve lock (reserve_lock.h), so owners starting
  * together see each other's share. Returns 0, or a negative errno with the
- * reason in err (a sentence without the key's name). */
+ * reason in err (a sentence without the key's name). The memfd is sealed
+ * (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before it is returned: no
+ * process it is passed to can change its size. */
 int segment_create(segment *s, uint64_t size, bool prefault, bool try_huge, char *err,
                    size_t errlen);
 void segment_destroy(segment *s);
