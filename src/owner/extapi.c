@@ -13,9 +13,12 @@
 #include "owner/extcall.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/mkdir_p.h"
@@ -312,6 +315,36 @@ static void on_ext_accept(net_conn *c, void *ud)
     net_conn_set_max_body(c, 1u << 20); /* externals send keys and ids, never payload */
 }
 
+/* Gives the bound client socket client_socket_group and client_socket_mode
+ * (owner_config.h); -errno, logged with the key, when it cannot. */
+static int set_socket_access(owner *o)
+{
+    const char *path = o->cfg.client_socket, *group = o->cfg.client_socket_group;
+    if (group) {
+        struct group gr, *found = NULL;
+        char buf[4096];
+        int r = getgrnam_r(group, &gr, buf, sizeof buf, &found);
+        if (r != 0 || !found) {
+            FX_LOG(ERROR, "fluxonkv_spec.client_socket_group: no group named '%s'", group);
+            return r ? -r : -ENOENT;
+        }
+        if (chown(path, (uid_t)-1, gr.gr_gid) < 0) {
+            int e = errno;
+            FX_LOG(ERROR, "fluxonkv_spec.client_socket_group: cannot give %s to group %s: %s",
+                   path, group, strerror(e));
+            return -e;
+        }
+    }
+    unsigned mode = owner_config_socket_mode(&o->cfg);
+    if (chmod(path, (mode_t)mode) < 0) {
+        int e = errno;
+        FX_LOG(ERROR, "fluxonkv_spec.client_socket_mode: cannot set %s to %04o: %s", path, mode,
+               strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
 int owner_ext_listen(owner *o)
 {
     int err = mkdir_p_parent(o->cfg.client_socket, 0755);
@@ -320,12 +353,20 @@ int owner_ext_listen(owner *o)
                o->cfg.client_socket, strerror(-err));
         return err;
     }
+    /* Bound under a umask that lets no one else in, then opened to exactly
+     * client_socket_mode: whatever umask the owner was started with, there
+     * is no moment when the socket is wider than configured. */
+    mode_t umask_before = umask(0177);
     o->ext_listener = net_listen(o->loop, o->cfg.client_socket, true, &ext_ops, on_ext_accept, o, &err);
+    umask(umask_before);
     if (!o->ext_listener) {
         FX_LOG(ERROR, "fluxonkv_spec.client_socket: cannot listen on %s: %s", o->cfg.client_socket,
                unix_path_strerror(err));
         return err;
     }
+    err = set_socket_access(o);
+    if (err < 0)
+        return err;
     FX_LOG(INFO, "serving externals on %s", o->cfg.client_socket);
     return 0;
 }

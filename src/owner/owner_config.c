@@ -13,6 +13,8 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <grp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
 
@@ -27,6 +29,8 @@ static const struct cfg_key owner_keys[] = {
     {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
     {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1, NULL},
     {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0, NULL},
+    {"fluxonkv_spec.client_socket_mode", CK_STR_OPT, OWNER_F(client_socket_mode), 0, 0, NULL},
+    {"fluxonkv_spec.client_socket_group", CK_STR_OPT, OWNER_F(client_socket_group), 0, 0, NULL},
     {"fluxonkv_spec.prefault", CK_BOOL, OWNER_F(prefault), 0, 0, NULL},
     {"fluxonkv_spec.use_hugepages", CK_BOOL, OWNER_F(use_hugepages), 0, 0, NULL},
     {"fluxonkv_spec.large_file_paths", CK_STRLIST, OWNER_F(large_file_paths),
@@ -59,6 +63,53 @@ int owner_config_set(owner_config *c, const char *key, const char *value, char *
     return cfg_set(c, &owner_schema, key, value, err, errlen);
 }
 
+#define SOCKET_MODE_DEFAULT 0600u
+
+/* The octal mode in text ("0660", "660"), or -1 when it is not one. */
+static long parse_mode(const char *text)
+{
+    size_t n = strlen(text);
+    if (n < 3 || n > 4 || strspn(text, "01234567") != n)
+        return -1;
+    long m = strtol(text, NULL, 8);
+    return m <= 0777 ? m : -1;
+}
+
+unsigned owner_config_socket_mode(const owner_config *c)
+{
+    long m = c->client_socket_mode ? parse_mode(c->client_socket_mode) : -1;
+    return m < 0 ? SOCKET_MODE_DEFAULT : (unsigned)m;
+}
+
+/* 0 when the socket settings are usable, else -1 with the key in err. */
+static int check_socket_access(const owner_config *c, char *err, size_t errlen)
+{
+    if (c->client_socket_mode) {
+        long m = parse_mode(c->client_socket_mode);
+        if (m < 0)
+            return cfg_err(err, errlen,
+                           "fluxonkv_spec.client_socket_mode: '" CFG_QUOTE
+                           "' is not an octal mode such as 0600 or 0660",
+                           c->client_socket_mode);
+        if ((m & 0600) != 0600)
+            return cfg_err(err, errlen,
+                           "fluxonkv_spec.client_socket_mode: %04lo leaves the owner's own user "
+                           "without read and write (keep 0600)",
+                           m);
+    }
+    if (c->client_socket_group) {
+        struct group gr, *found = NULL;
+        char buf[4096];
+        int r = getgrnam_r(c->client_socket_group, &gr, buf, sizeof buf, &found);
+        if (r != 0 || !found)
+            return cfg_err(err, errlen,
+                           "fluxonkv_spec.client_socket_group: no group named '" CFG_QUOTE "'%s%s",
+                           c->client_socket_group, r ? ": " : "",
+                           r ? strerror(r) : "");
+    }
+    return 0;
+}
+
 int owner_config_validate(const owner_config *c, char *err, size_t errlen)
 {
     if (!c)
@@ -77,6 +128,8 @@ int owner_config_validate(const owner_config *c, char *err, size_t errlen)
         return cfg_err(err, errlen,
                        "fluxonkv_spec.client_socket: path is longer than %zu bytes",
                        sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    if (check_socket_access(c, err, errlen) < 0)
+        return -1;
 
     for (size_t i = 0; i < c->n_large_file_paths; i++) {
         const char *p = c->large_file_paths[i];

@@ -13,6 +13,9 @@
  *   fluxonkv_spec:
  *     memory_size: 2GB                      # required, > 0
  *     client_socket: ./var/owner0.sock      # required
+ *     client_socket_mode: "0660"            # optional, default 0600 (the owner's user
+ *                                           # only); must keep the owner's rw bits
+ *     client_socket_group: fluxon           # optional: the socket's group
  *     prefault: true                        # optional, touch the segment at start
  *     use_hugepages: true                   # optional, 2 MiB pages when reserved
  *     large_file_paths: [/data/fx0, /data/fx1]
@@ -41,6 +44,8 @@ typedef struct owner_config {
     int log_level;          /* -1: not set */
     uint64_t memory_size;   /* required, > 0 */
     char *client_socket;    /* required */
+    char *client_socket_mode;  /* octal permission bits of the socket, NULL: "0600" */
+    char *client_socket_group; /* group given the socket, NULL: the owner's own */
     bool prefault;          /* default true */
     bool use_hugepages;     /* default true: hugetlb pages when enough are free */
     char **large_file_paths;
@@ -48,6 +53,10 @@ typedef struct owner_config {
     uint64_t *large_limit_size; /* NULL when absent or null: no SSD tier */
     size_t n_large_limit_size;
 } owner_config;
+
+/* The client socket's permission bits: client_socket_mode, or 0600 when it is
+ * not set (call after owner_config_validate accepted c). */
+unsigned owner_config_socket_mode(const owner_config *c);
 
 /* Fills defaults. */
 void owner_config_init(owner_config *c);
