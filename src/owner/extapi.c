@@ -13,7 +13,6 @@
 #include "owner/extcall.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,20 +319,17 @@ static void on_ext_accept(net_conn *c, void *ud)
 static int set_socket_access(owner *o)
 {
     const char *path = o->cfg.client_socket, *group = o->cfg.client_socket_group;
-    if (group) {
-        struct group gr, *found = NULL;
-        char buf[4096];
-        int r = getgrnam_r(group, &gr, buf, sizeof buf, &found);
-        if (r != 0 || !found) {
-            FX_LOG(ERROR, "fluxonkv_spec.client_socket_group: no group named '%s'", group);
-            return r ? -r : -ENOENT;
-        }
-        if (chown(path, (uid_t)-1, gr.gr_gid) < 0) {
-            int e = errno;
-            FX_LOG(ERROR, "fluxonkv_spec.client_socket_group: cannot give %s to group %s: %s",
-                   path, group, strerror(e));
-            return -e;
-        }
+    gid_t gid;
+    int r = owner_config_socket_group(&o->cfg, &gid);
+    if (r < 0) {
+        FX_LOG(ERROR, "fluxonkv_spec.client_socket_group: no group named '%s'", group);
+        return r;
+    }
+    if (group && chown(path, (uid_t)-1, gid) < 0) {
+        int e = errno;
+        FX_LOG(ERROR, "fluxonkv_spec.client_socket_group: cannot give %s to group %s: %s", path,
+               group, strerror(e));
+        return -e;
     }
     unsigned mode = owner_config_socket_mode(&o->cfg);
     if (chmod(path, (mode_t)mode) < 0) {

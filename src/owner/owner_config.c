@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
 #include <grp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,22 @@ unsigned owner_config_socket_mode(const owner_config *c)
     return m < 0 ? SOCKET_MODE_DEFAULT : (unsigned)m;
 }
 
+int owner_config_socket_group(const owner_config *c, gid_t *gid)
+{
+    *gid = (gid_t)-1;
+    if (!c->client_socket_group)
+        return 0;
+    struct group gr, *found = NULL;
+    char buf[4096];
+    int r = getgrnam_r(c->client_socket_group, &gr, buf, sizeof buf, &found);
+    if (r != 0)
+        return -r;
+    if (!found)
+        return -ENOENT;
+    *gid = gr.gr_gid;
+    return 0;
+}
+
 /* 0 when the socket settings are usable, else -1 with the key in err. */
 static int check_socket_access(const owner_config *c, char *err, size_t errlen)
 {
@@ -97,16 +114,13 @@ static int check_socket_access(const owner_config *c, char *err, size_t errlen)
                            "without read and write (keep 0600)",
                            m);
     }
-    if (c->client_socket_group) {
-        struct group gr, *found = NULL;
-        char buf[4096];
-        int r = getgrnam_r(c->client_socket_group, &gr, buf, sizeof buf, &found);
-        if (r != 0 || !found)
-            return cfg_err(err, errlen,
-                           "fluxonkv_spec.client_socket_group: no group named '" CFG_QUOTE "'%s%s",
-                           c->client_socket_group, r ? ": " : "",
-                           r ? strerror(r) : "");
-    }
+    gid_t gid;
+    int r = owner_config_socket_group(c, &gid);
+    if (r < 0)
+        return cfg_err(err, errlen,
+                       "fluxonkv_spec.client_socket_group: no group named '" CFG_QUOTE "'%s%s",
+                       c->client_socket_group, r != -ENOENT ? ": " : "",
+                       r != -ENOENT ? strerror(-r) : "");
     return 0;
 }
 

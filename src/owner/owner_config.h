@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/config.h"
 
@@ -57,6 +58,9 @@ typedef struct owner_config {
 /* The client socket's permission bits: client_socket_mode, or 0600 when it is
  * not set (call after owner_config_validate accepted c). */
 unsigned owner_config_socket_mode(const owner_config *c);
+/* The gid of client_socket_group in *gid ((gid_t)-1 when it is not set):
+ * 0, -ENOENT when no group has that name, or another -errno from the lookup. */
+int owner_config_socket_group(const owner_config *c, gid_t *gid);
 
 /* Fills defaults. */
 void owner_config_init(owner_config *c);
