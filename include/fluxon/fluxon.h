@@ -35,6 +35,7 @@ enum fx_error {
     FX_ENOTSUP = -10,   /* "NotImplemented" */
     FX_ESTALE = -11,    /* "Stale": the operation's version or member is gone */
     FX_EINTERNAL = -12, /* "InternalError" */
+    FX_EAUTH = -13,     /* "AuthenticationFailed": the cluster secret did not match */
 };
 
 enum fx_source {

@@ -17,6 +17,7 @@
 #include "cli/proc.h"
 #include "common/mkdir_p.h"
 #include "common/size.h"
+#include "net/auth_key.h"
 #include "net/unix_path.h"
 #include "fluxon/fluxon.h"
 
@@ -63,6 +64,7 @@ struct up_run {
     char master_pid[PATH_MAX];
     char master_addr[PATH_MAX];
     char master_log[PATH_MAX];
+    char secret[PATH_MAX]; /* DIR/cluster.secret, made once and kept */
     struct up_owner *owners; /* n_owners entries; pid 0 until started */
     size_t n_owners;
     uint64_t ssd; /* each owner's SSD tier in bytes, 0 for none */
@@ -217,8 +219,8 @@ static void yaml_scalar(FILE *f, const char *s)
 
 /* ssd_dir NULL: no SSD tier. */
 static int write_owner_yaml(const char *path, const char *master, const char *node,
-                            uint64_t memory_size, const char *socket, const char *ssd_dir,
-                            uint64_t ssd_size)
+                            const char *secret, uint64_t memory_size, const char *socket,
+                            const char *ssd_dir, uint64_t ssd_size)
 {
     char *text = NULL;
     size_t len = 0;
@@ -229,7 +231,8 @@ static int write_owner_yaml(const char *path, const char *master, const char *no
     yaml_scalar(f, master);
     fprintf(f, "\nnode_name: ");
     yaml_scalar(f, node);
-    fprintf(f, "\ndata_listen: 127.0.0.1:0");
+    fprintf(f, "\ndata_listen: 127.0.0.1:0\ncluster_secret_file: ");
+    yaml_scalar(f, secret);
     fprintf(f, "\nfluxonkv_spec:\n  memory_size: %" PRIu64 "\n  client_socket: ", memory_size);
     yaml_scalar(f, socket);
     fputc('\n', f);
@@ -402,7 +405,8 @@ static int up_paths(struct up_run *run)
     const char *dir = run->dir;
     if (cluster_path(run->master_pid, sizeof run->master_pid, dir, "master.pid") ||
         cluster_path(run->master_addr, sizeof run->master_addr, dir, "master.addr") ||
-        cluster_path(run->master_log, sizeof run->master_log, dir, "master.log")) {
+        cluster_path(run->master_log, sizeof run->master_log, dir, "master.log") ||
+        cluster_path(run->secret, sizeof run->secret, dir, "cluster.secret")) {
         fprintf(stderr, "fluxon up: %s: path too long\n", dir);
         return CLI_FAIL;
     }
@@ -474,13 +478,21 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
         }
     }
 
+    /* The cluster secret: made on the first `up` in DIR (0600), kept after. */
+    rc = auth_secret_create(run->secret);
+    if (rc < 0 && rc != -EEXIST) {
+        fprintf(stderr, "fluxon up: cannot create %s: %s\n", run->secret, strerror(-rc));
+        return CLI_FAIL;
+    }
+
     catch_signals();
 
-    char *master_argv[] = {master_bin,       "--listen",       "127.0.0.1:0", "--port-file",
-                           run->master_addr, "--cluster-name", CLUSTER_NAME,  NULL, NULL, NULL};
+    char *master_argv[] = {master_bin,       "--listen",       "127.0.0.1:0",  "--port-file",
+                           run->master_addr, "--cluster-name", CLUSTER_NAME,   "--secret-file",
+                           run->secret,      NULL,             NULL,           NULL};
     if (run->cache_budget) {
-        master_argv[7] = "--cache-budget";
-        master_argv[8] = (char *)run->cache_budget;
+        master_argv[9] = "--cache-budget";
+        master_argv[10] = (char *)run->cache_budget;
     }
     if ((rc = proc_spawn(master_argv, run->master_log, &run->master)) != 0)
         return up_fail(run, NULL, "cannot start %s: %s", master_bin, strerror(-rc));
@@ -497,7 +509,7 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
             return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
         if (run->ssd && (rc = mkdir_p(o->ssd, 0777, 0700)) != 0)
             return up_fail(run, NULL, "cannot create %s: %s", o->ssd, strerror(-rc));
-        if ((rc = write_owner_yaml(o->yaml, addr, o->name, dram, o->sock,
+        if ((rc = write_owner_yaml(o->yaml, addr, o->name, run->secret, dram, o->sock,
                                    run->ssd ? o->ssd : NULL, run->ssd)) != 0)
             return up_fail(run, NULL, "cannot write %s: %s", o->yaml, strerror(-rc));
         char *owner_argv[] = {owner_bin, "--config", o->yaml, NULL};

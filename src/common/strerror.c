@@ -20,6 +20,7 @@ const char *fx_strerror(int err)
     case FX_ENOTSUP: return "NotImplemented";
     case FX_ESTALE: return "Stale";
     case FX_EINTERNAL: return "InternalError";
+    case FX_EAUTH: return "AuthenticationFailed";
     default: return "Unknown";
     }
 }

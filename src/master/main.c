@@ -29,9 +29,11 @@ static void usage(FILE *f)
                "                     [--inflight-ttl DURATION] [--heartbeat-interval DURATION]\n"
                "                     [--heartbeat-timeout DURATION]\n"
                "                     [--placement random|local|remote] [--cache-budget PCT]\n"
-               "                     [--log-level error|warn|info|debug]\n"
+               "                     [--log-level error|warn|info|debug] [--secret-file FILE]\n"
                "defaults: --listen 127.0.0.1:7700, --cluster-name fluxon (it must match the\n"
-               "owners' cluster_name), --heartbeat-interval 1s, --inflight-ttl 60s\n");
+               "owners' cluster_name), --heartbeat-interval 1s, --inflight-ttl 60s\n"
+               "--secret-file: the cluster secret (>= 32 bytes, mode 0600) owners must prove;\n"
+               "required when --listen is beyond loopback\n");
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -60,6 +62,7 @@ int main(int argc, char **argv)
         {"placement", required_argument, 0, 'P'},
         {"cache-budget", required_argument, 0, 'B'},
         {"log-level", required_argument, 0, 'v'},
+        {"secret-file", required_argument, 0, 'S'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
     };
@@ -67,6 +70,7 @@ int main(int argc, char **argv)
         ['l'] = "listen", ['h'] = "http", ['n'] = "cluster_name",
         ['t'] = "inflight_ttl", ['b'] = "heartbeat_timeout", ['v'] = "log_level",
         ['i'] = "heartbeat_interval", ['P'] = "placement", ['B'] = "cache_budget",
+        ['S'] = "secret_file",
     };
     fx_log_init("master");
     signal(SIGPIPE, SIG_IGN);
@@ -109,6 +113,11 @@ int main(int argc, char **argv)
         goto out;
     }
     if (master_config_validate(&m.cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-master: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    if (master_auth_setup(&m, err, sizeof err) < 0) {
         fprintf(stderr, "fluxon-master: %s\n", err);
         rc = 2;
         goto out;

@@ -100,6 +100,8 @@ typedef struct master {
     void *http; /* http.c state, NULL when disabled */
     uint64_t stat_pass; /* stat.c: number of the latest Stat pass (allocation.stat_mark) */
     struct net_listener *listener;
+    bool authenticated;   /* cluster_auth.c: owners must prove cluster_key */
+    auth_key cluster_key; /* from cfg.secret_file */
 } master;
 
 /* server.c */
@@ -115,6 +117,12 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file);
 void master_stop(master *m);
 /* After the loop ended: frees what is left (routes, indexes, leases). */
 void master_free_state(master *m);
+
+/* cluster_auth.c */
+/* Loads cfg.secret_file into cluster_key, or, without one, refuses a listen
+ * address beyond loopback. Returns 0 or -1 with a sentence naming
+ * --secret-file in err. */
+int master_auth_setup(master *m, char *err, size_t errlen);
 
 /* register.c */
 /* Registers the owner on connection c and answers it. Returns the new member

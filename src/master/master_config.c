@@ -32,6 +32,7 @@ static const struct cfg_key master_keys[] = {
     {"placement", CK_ENUM, MASTER_F(placement), 0, 0, placement_names},
     {"cache_budget", CK_PERCENT, MASTER_F(cache_budget_pct), 0, 1, NULL},
     {"log_level", CK_LOGLEVEL, MASTER_F(log_level), 0, 0, NULL},
+    {"secret_file", CK_STR_OPT, MASTER_F(secret_file), 0, 0, NULL},
 };
 
 /* heartbeat_timeout follows 3 x heartbeat_interval until it is given itself. */

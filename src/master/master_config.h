@@ -18,6 +18,9 @@
  *                                           # and reservations may take before the
  *                                           # eviction policy makes room
  *   log_level: warn
+ *   secret_file: /etc/fluxon/cluster.secret # optional: the cluster secret every
+ *                                           # owner proves at connect; required
+ *                                           # when listen is beyond loopback
  *
  * placement picks the owner of a put's memory replica: "random" (the spec's
  * policy: any owner with room), "local" (the requester's owner when it has
@@ -56,6 +59,7 @@ typedef struct master_config {
     int placement;               /* enum placement_policy_kind, default random */
     unsigned cache_budget_pct;   /* default 80: the evictable share of each segment */
     int log_level;               /* -1: not set */
+    char *secret_file;           /* default NULL: no authentication (loopback only) */
 } master_config;
 
 /* Fills defaults. */

@@ -26,6 +26,15 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
                         req->cluster_name, m->cfg.cluster_name);
         return NULL;
     }
+    const char *proven = net_conn_auth_identity(c);
+    if (m->authenticated && (!proven || strcmp(proven, req->node_name) != 0)) {
+        FX_LOG_LIMITED(WARN, "%s: Register as '%s' refused: the handshake proved '%s'",
+                       net_conn_peer(c), req->node_name, proven ? proven : "(nothing)");
+        net_reply_error(c, h, FX_EAUTH,
+                        "node_name '%s' is not the identity '%s' proven in the handshake",
+                        req->node_name, proven ? proven : "");
+        return NULL;
+    }
     if (req->segment_size == 0) {
         net_reply_error(c, h, FX_EINVAL, "segment_size must be > 0");
         return NULL;

@@ -223,6 +223,8 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
         FX_LOG(ERROR, "listen: cannot listen on %s: %s", m->cfg.listen, uv_strerror(err));
         return err;
     }
+    if (m->authenticated)
+        net_listener_require_auth(m->listener, &m->cluster_key);
     int port = net_listener_port(m->listener);
     char host[256];
     int cfg_port;

@@ -4,6 +4,11 @@
  * The read side keeps one growable buffer per connection; frames are parsed in
  * place and the remainder is moved to the front after each read. Frame bodies
  * are bounded by max_body, so a peer cannot make us allocate more than that.
+ *
+ * Authenticated connections (a listener with net_listener_require_auth, a
+ * client with net_conn_auth_client) run the handshake of handshake.h over
+ * the same buffer first: until it is done no byte is taken for a frame, and
+ * a client's on_connect reports success only once the server accepted it.
  */
 #include "net/conn.h"
 
@@ -19,7 +24,9 @@
 
 #include "common/hashtable.h"
 #include "common/log.h"
+#include "fluxon/fluxon.h"
 #include "net/frame.h"
+#include "net/handshake.h"
 #include "net/unix_path.h"
 
 #define READ_CHUNK (64u * 1024u)
@@ -46,6 +53,10 @@ struct net_conn {
     net_connect_fn on_connect;
     void *connect_ud;
     char peer[64];
+    handshake *hs;                 /* while the handshake runs */
+    bool connect_pending;          /* a client whose on_connect waits for the handshake */
+    char *auth_identity;           /* what the peer proved in the handshake */
+    char auth_failure[160];        /* why the handshake failed, for the caller's message */
     struct net_listener *listener; /* that accepted it, while both are open */
     struct net_conn *lprev, *lnext;
 };
@@ -63,6 +74,8 @@ struct net_listener {
     void *ud;
     char path[108];
     unix_path_id path_id; /* the socket file we bound, removed at close */
+    bool require_auth;    /* accepted connections start with the handshake */
+    auth_key key;
     net_conn *conns; /* accepted and still open */
 };
 
@@ -95,6 +108,11 @@ void net_conn_unref(net_conn *c)
         return;
     if (--c->refs == 0) {
         free(c->rbuf);
+        if (c->hs) {
+            handshake_wipe(c->hs);
+            free(c->hs);
+        }
+        free(c->auth_identity);
         free(c);
     }
 }
@@ -111,12 +129,15 @@ static void on_handle_closed(uv_handle_t *h)
     net_conn_unref(c);
 }
 
+static void report_connect(net_conn *c, int status);
+
 void net_conn_close(net_conn *c)
 {
     if (!c || c->closing)
         return;
     c->closing = true;
     c->open = false;
+    report_connect(c, -ECONNRESET); /* a client closed while its handshake ran */
     uv_close(&c->h.handle, on_handle_closed);
 }
 
@@ -222,6 +243,8 @@ static bool dispatch_frames(net_conn *c)
     return ok;
 }
 
+static bool run_handshake(net_conn *c);
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
@@ -229,12 +252,21 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         if (nread != UV_EOF)
             FX_LOG(INFO, "%s: read error: %s", c->peer, uv_strerror((int)nread));
+        if (c->connect_pending) {
+            snprintf(c->auth_failure, sizeof c->auth_failure,
+                     "the server closed the connection during the handshake (a wrong or "
+                     "missing cluster secret on one side?)");
+            FX_LOG(ERROR, "%s: authentication failed: %s", c->peer, c->auth_failure);
+            report_connect(c, -EACCES);
+        }
         net_conn_close(c);
         return;
     }
     if (nread == 0)
         return;
     c->rlen += (size_t)nread;
+    if (c->hs && !run_handshake(c))
+        return;
     dispatch_frames(c);
 }
 
@@ -257,16 +289,10 @@ static void on_written(uv_write_t *req, int status)
     free(w);
 }
 
-int net_send(net_conn *c, uint16_t type, uint16_t flags, uint64_t req_id, const ProtobufCMessage *m)
+/* Writes len bytes of buf (malloc'd; ours from here on) in order after what
+ * is queued. Returns 0, or a negative error after closing the connection. */
+static int write_owned(net_conn *c, uint8_t *buf, size_t len)
 {
-    if (!net_conn_is_open(c))
-        return -ECONNRESET;
-    size_t len;
-    uint8_t *buf = msg_encode(type, flags, req_id, m, &len);
-    if (!buf) {
-        FX_LOG(ERROR, "cannot encode %s (flags %u)", msg_name(type), flags);
-        return -EINVAL;
-    }
     uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
     int n = uv_try_write(&c->h.stream, &b, 1);
     if (n == (int)len) {
@@ -301,6 +327,154 @@ int net_send(net_conn *c, uint16_t type, uint16_t flags, uint64_t req_id, const 
         return -ECONNRESET;
     }
     return 0;
+}
+
+int net_send(net_conn *c, uint16_t type, uint16_t flags, uint64_t req_id, const ProtobufCMessage *m)
+{
+    if (!net_conn_is_open(c))
+        return -ECONNRESET;
+    size_t len;
+    uint8_t *buf = msg_encode(type, flags, req_id, m, &len);
+    if (!buf) {
+        FX_LOG(ERROR, "cannot encode %s (flags %u)", msg_name(type), flags);
+        return -EINVAL;
+    }
+    return write_owned(c, buf, len);
+}
+
+/* ---- the handshake (authenticated connections) ------------------------------ */
+
+static void report_connect(net_conn *c, int status)
+{
+    if (!c->connect_pending)
+        return;
+    c->connect_pending = false;
+    c->on_connect(c, status, c->connect_ud);
+}
+
+static int send_copy(net_conn *c, const uint8_t *p, size_t n)
+{
+    uint8_t *b = malloc(n);
+    if (!b) {
+        net_conn_close(c);
+        return -ENOMEM;
+    }
+    memcpy(b, p, n);
+    return write_owned(c, b, n);
+}
+
+/* A peer that spoke a frame where the handshake belongs has no cluster
+ * secret: answer its first request in its own protocol, so that an owner
+ * started without the secret learns why it is turned away. */
+static void refuse_unauthenticated_frame(net_conn *c)
+{
+    frame_hdr h;
+    if (c->rlen < FRAME_HDR_LEN)
+        return;
+    frame_hdr_decode(c->rbuf, &h);
+    if (frame_hdr_check(&h, FRAME_MAX_BODY) < 0 || (h.flags & FRAME_RESPONSE) ||
+        !msg_descriptor(h.type, true))
+        return;
+    net_reply_error(c, &h, FX_EAUTH,
+                    "authentication failed: this cluster requires its cluster secret "
+                    "(owner cluster_secret_file)");
+}
+
+static void handshake_failed(net_conn *c)
+{
+    snprintf(c->auth_failure, sizeof c->auth_failure, "%s", c->hs->failure);
+    if (c->connect_pending) {
+        FX_LOG(ERROR, "%s: authentication failed: %s", c->peer, c->auth_failure);
+        report_connect(c, -EACCES);
+    } else {
+        FX_LOG_LIMITED(WARN, "%s: authentication failed: %s; closing", c->peer, c->auth_failure);
+        if (c->hs->not_handshake)
+            refuse_unauthenticated_frame(c);
+    }
+    net_conn_close(c);
+}
+
+static void handshake_done(net_conn *c)
+{
+    c->auth_identity = strdup(c->hs->identity);
+    handshake_wipe(c->hs);
+    free(c->hs);
+    c->hs = NULL;
+    if (!c->auth_identity) {
+        snprintf(c->auth_failure, sizeof c->auth_failure, "out of memory");
+        report_connect(c, -ENOMEM);
+        net_conn_close(c);
+        return;
+    }
+    report_connect(c, 0);
+}
+
+/* Feeds the received bytes to the handshake. Returns true when it is done
+ * (and the connection still open): what is left in rbuf is frames. */
+static bool run_handshake(net_conn *c)
+{
+    while (c->hs && c->open) {
+        uint8_t out[HS_OUT_MAX];
+        size_t out_len;
+        int r = handshake_step(c->hs, c->rbuf, c->rlen, out, &out_len);
+        if (out_len && send_copy(c, out, out_len) < 0)
+            return false;
+        if (r < 0) {
+            handshake_failed(c);
+            return false;
+        }
+        if (r == 0)
+            return false;
+        memmove(c->rbuf, c->rbuf + r, c->rlen - (size_t)r);
+        c->rlen -= (size_t)r;
+        if (c->hs->state == HS_DONE)
+            handshake_done(c);
+    }
+    return c->open;
+}
+
+/* The client's first message, once TCP is connected. */
+static void handshake_send_hello(net_conn *c)
+{
+    auth_key key = c->hs->key;
+    uint8_t role = c->hs->role;
+    char identity[HS_ID_MAX + 1];
+    snprintf(identity, sizeof identity, "%s", c->hs->identity);
+    uint8_t out[HS_OUT_MAX];
+    size_t len;
+    handshake_client_start(c->hs, &key, role, identity, out, &len);
+    auth_key_wipe(&key);
+    send_copy(c, out, len);
+}
+
+void net_conn_auth_client(net_conn *c, const auth_key *key, uint8_t role, const char *identity)
+{
+    handshake *hs = malloc(sizeof *hs);
+    if (!hs) {
+        c->connect_pending = false;
+        return; /* the connection then fails at the server, which expects the handshake */
+    }
+    uint8_t out[HS_OUT_MAX];
+    size_t len;
+    handshake_client_start(hs, key, role, identity, out, &len);
+    c->hs = hs;
+    c->connect_pending = true;
+}
+
+void net_listener_require_auth(net_listener *l, const auth_key *key)
+{
+    l->require_auth = true;
+    l->key = *key;
+}
+
+const char *net_conn_auth_identity(const net_conn *c)
+{
+    return c->auth_identity;
+}
+
+const char *net_conn_auth_failure(const net_conn *c)
+{
+    return c->auth_failure;
 }
 
 int net_reply(net_conn *c, const frame_hdr *h, const ProtobufCMessage *m)
@@ -366,6 +540,15 @@ static void on_connection(uv_stream_t *server, int status)
         }
         snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
         uv_tcp_nodelay(&c->h.tcp, 1);
+    }
+    if (l->require_auth) {
+        c->hs = malloc(sizeof *c->hs);
+        if (!c->hs) {
+            c->open = true;
+            net_conn_close(c);
+            return;
+        }
+        handshake_server_start(c->hs, &l->key);
     }
     c->listener = l;
     DL_APPEND2(l->conns, c, lprev, lnext);
@@ -462,6 +645,7 @@ void net_listener_close(net_listener *l)
     }
     if (l->is_unix)
         unix_path_release(l->path, l->path_id);
+    auth_key_wipe(&l->key);
     uv_close(&l->h.handle, (uv_close_cb)free);
 }
 
@@ -471,9 +655,13 @@ static void on_connected(uv_connect_t *req, int status)
     free(req);
     if (status == 0 && conn_start(c) == 0) {
         uv_tcp_nodelay(&c->h.tcp, 1);
-        c->on_connect(c, 0, c->connect_ud);
+        if (c->hs)
+            handshake_send_hello(c); /* on_connect runs when the server accepted us */
+        else
+            c->on_connect(c, 0, c->connect_ud);
         return;
     }
+    c->connect_pending = false;
     c->open = true;
     c->on_connect(c, status ? status : -EIO, c->connect_ud);
     net_conn_close(c);

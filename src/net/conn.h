@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "net/auth_key.h"
 #include "net/msg.h"
 
 typedef struct net_conn net_conn;
@@ -53,6 +54,22 @@ void net_listener_close(net_listener *l);
  * (the connection is then already closing). Returns NULL when out of memory. */
 net_conn *net_connect_tcp(uv_loop_t *loop, const char *host, int port, const net_conn_ops *ops,
                           net_connect_fn on_connect, void *ud);
+
+/* Every connection l accepts from now on must pass the handshake of
+ * handshake.h with key before its first frame; one that fails is logged
+ * (rate-limited) and closed, and a peer that sends a frame instead gets an
+ * AuthenticationFailed answer to it first. */
+void net_listener_require_auth(net_listener *l, const auth_key *key);
+/* Makes the client connection c (call right after net_connect_tcp) prove
+ * key, claiming role and identity, before anything else; its on_connect then
+ * reports 0 only once the server accepted the proof, or -EACCES when the
+ * handshake failed (net_conn_auth_failure says why). */
+void net_conn_auth_client(net_conn *c, const auth_key *key, uint8_t role, const char *identity);
+/* The identity the peer proved in the handshake, or NULL (no handshake, or
+ * not done yet). */
+const char *net_conn_auth_identity(const net_conn *c);
+/* Why the handshake failed ("" when it did not). */
+const char *net_conn_auth_failure(const net_conn *c);
 
 /* Encodes and sends one frame. Returns 0, -ECONNRESET when closed, -EINVAL when
  * the message does not match the type, or a libuv error. */

@@ -147,6 +147,11 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if (owner_auth_setup(&o, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-owner: %s\n", err);
+        rc = 2;
+        goto out;
+    }
     /* Early, before the cluster hears of us: a socket path that another
      * owner serves (or a file that is no socket) is a configuration error.
      * The listener checks again when it binds, after registration. */

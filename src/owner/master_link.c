@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "net/handshake.h"
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dataplane.h"
 #include "owner/ssd_tier.h"
@@ -75,8 +76,13 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
         FX_LOG(ERROR, "registration with the master failed: %s%s%s",
                fx_strerror(status ? status : msg_status(msg)), status ? "" : ": ",
                status ? "" : msg_detail(msg));
-        /* InvalidArgument: our settings (cluster_name) do not fit this master */
-        owner_stop(o, !status && msg_status(msg) == FX_EINVAL ? 2 : 1);
+        if (!status && msg_status(msg) == FX_EAUTH)
+            FX_LOG(ERROR, "authentication failed: the master refused us: %s", msg_detail(msg));
+        /* InvalidArgument: our settings (cluster_name) do not fit this master;
+         * AuthenticationFailed: our cluster_secret_file (or its absence) */
+        owner_stop(o, !status && (msg_status(msg) == FX_EINVAL || msg_status(msg) == FX_EAUTH)
+                          ? 2
+                          : 1);
         return;
     }
     Fx__RegisterResp *r = (Fx__RegisterResp *)msg;
@@ -100,6 +106,13 @@ static void on_connect_retry(uv_timer_t *t)
 static void on_connected(net_conn *c, int status, void *ud)
 {
     owner *o = ud;
+    if (status == -EACCES) {
+        o->master = NULL;
+        FX_LOG(ERROR, "authentication failed with the master at %s:%d: %s", o->master_host,
+               o->master_port, net_conn_auth_failure(c));
+        owner_stop(o, 2); /* our cluster_secret_file is not the master's */
+        return;
+    }
     if (status < 0) {
         o->master = NULL;
         if (uv_now(o->loop) >= o->connect_deadline_ms) {
@@ -139,6 +152,8 @@ int owner_master_connect(owner *o)
     o->master = net_connect_tcp(o->loop, o->master_host, o->master_port, &master_ops, on_connected, o);
     if (!o->master)
         return -EINVAL;
+    if (o->authenticated)
+        net_conn_auth_client(o->master, &o->cluster_key, HS_ROLE_OWNER, o->cfg.node_name);
     net_conn_set_data(o->master, o); /* the context of on_master_frame and on_master_close */
     return 0;
 }

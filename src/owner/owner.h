@@ -116,6 +116,8 @@ typedef struct owner {
     char master_host[256];
     int master_port;
     net_conn *master;
+    bool authenticated;   /* cluster_auth.c: we prove cluster_key to the master */
+    auth_key cluster_key; /* from cfg.cluster_secret_file */
     rpc_client *mrpc;
     bool registered;
     bool stopping;
@@ -147,6 +149,12 @@ typedef struct owner {
 /* master_link.c */
 int owner_master_connect(owner *o);
 void owner_stop(owner *o, int exit_code);
+
+/* cluster_auth.c */
+/* Loads cluster_secret_file into cluster_key, or, without one, refuses a
+ * data_listen beyond loopback. Returns 0 or -1 with a sentence naming
+ * cluster_secret_file in err. */
+int owner_auth_setup(owner *o, char *err, size_t errlen);
 /* True when node_id with incarnation tomb_tag is in the master's member table. */
 bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag);
 

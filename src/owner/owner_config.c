@@ -27,6 +27,7 @@ static const struct cfg_key owner_keys[] = {
     {"node_name", CK_STR_OPT, OWNER_F(node_name), 0, 0, NULL},
     {"data_listen", CK_HOSTPORT, OWNER_F(data_listen), 0, 0, NULL},
     {"log_level", CK_LOGLEVEL, OWNER_F(log_level), 0, 0, NULL},
+    {"cluster_secret_file", CK_STR_OPT, OWNER_F(cluster_secret_file), 0, 0, NULL},
     {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
     {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1, NULL},
     {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0, NULL},

@@ -42,6 +42,8 @@ typedef struct owner_config {
     char *master;           /* "host:port", required */
     char *node_name;        /* default NULL: the owner picks "owner-<pid>" */
     char *data_listen;      /* "host:port" of the data plane, default "127.0.0.1:0" */
+    char *cluster_secret_file; /* the cluster secret proven to the master; NULL: none
+                                * (then data_listen must stay on loopback) */
     int log_level;          /* -1: not set */
     uint64_t memory_size;   /* required, > 0 */
     char *client_socket;    /* required */

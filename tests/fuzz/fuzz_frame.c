@@ -5,19 +5,49 @@
  * parsed one after another exactly as net/conn.c does (header checks, maximum
  * body, then msg_decode of the body for its type and direction), and every
  * decoded message is re-encoded and decoded again, which must succeed.
+ *
+ * An input starting with 'H' (server) or 'h' (client) first runs the control
+ * handshake (net/handshake.h) over the bytes after it, as conn.c does on an
+ * authenticated connection, then parses what is left as frames.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "net/frame.h"
+#include "net/handshake.h"
 #include "net/msg.h"
 
 #define FUZZ_MAX_BODY (64u * 1024u)
 
+/* Runs one side of the handshake over data; returns the bytes it consumed. */
+static size_t run_handshake(bool server, const uint8_t *data, size_t size)
+{
+    auth_key key;
+    memset(&key, 0x5a, sizeof key);
+    handshake hs;
+    uint8_t out[HS_OUT_MAX];
+    size_t out_len, pos = 0;
+    if (server)
+        handshake_server_start(&hs, &key);
+    else
+        handshake_client_start(&hs, &key, HS_ROLE_OWNER, "fuzz", out, &out_len);
+    while (hs.state != HS_DONE && hs.state != HS_FAILED) {
+        int r = handshake_step(&hs, data + pos, size - pos, out, &out_len);
+        if (out_len > HS_OUT_MAX)
+            abort();
+        if (r <= 0)
+            break;
+        pos += (size_t)r;
+    }
+    return pos;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     size_t pos = 0;
+    if (size > 0 && (data[0] == 'H' || data[0] == 'h'))
+        pos = 1 + run_handshake(data[0] == 'H', data + 1, size - 1);
     while (pos < size) {
         frame_hdr h;
         int r = frame_parse(data + pos, size - pos, FUZZ_MAX_BODY, &h);

@@ -42,7 +42,8 @@ check "the owner's own user still can" bash -c "FLUXON_SOCKET='$sock' '$bin/flux
 master=$(sed -n 's/^master: //p' "$dir/c/owner0.yaml")
 write_owner() { # write_owner FILE MODE GROUP
   printf '%s\n' "cluster_name: fluxon" "master: $master" "node_name: shared" \
-    "data_listen: 127.0.0.1:0" "fluxonkv_spec:" "  memory_size: 64MB" \
+    "data_listen: 127.0.0.1:0" "cluster_secret_file: $dir/c/cluster.secret" \
+    "fluxonkv_spec:" "  memory_size: 64MB" \
     "  client_socket: $dir/shared.sock" "  client_socket_mode: \"$2\"" \
     "  client_socket_group: $3" > "$1"
 }
