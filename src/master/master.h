@@ -40,6 +40,7 @@ typedef struct member {
     seg_space *space;
     uint64_t capacity;
     uint64_t ssd_capacity, ssd_used; /* from the last heartbeat */
+    uint64_t ssd_capacity_registered; /* the most a heartbeat may report */
     uint64_t ssd_errors;             /* from the last heartbeat: failed SSD IO + bad checksums */
     uint64_t last_heartbeat_ms;
     uint64_t hits_memory, hits_ssd, misses;

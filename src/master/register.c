@@ -59,6 +59,7 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
     snprintf(mb->data_addr, sizeof mb->data_addr, "%s", req->data_addr);
     mb->kv_ssd_storage = req->kv_ssd_storage;
     mb->capacity = req->segment_size;
+    mb->ssd_capacity_registered = req->kv_ssd_storage ? req->ssd_capacity : 0;
     mb->conn = c;
     mb->rpc = rpc_client_new(m->loop, c);
     if (!mb->rpc) {
@@ -91,6 +92,20 @@ void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
     mb->hits_memory = req->hits_memory;
     mb->hits_ssd = req->hits_ssd;
     mb->misses = req->misses;
+    /* A member reports what it registered, never more (its claims shape what
+     * stat, metrics and operators see). */
+    if (req->ssd_capacity > mb->ssd_capacity_registered || req->ssd_used > req->ssd_capacity) {
+        FX_LOG_LIMITED(WARN,
+                       "member %u '%s' reported SSD capacity %llu (used %llu) beyond the %llu "
+                       "it registered; kept %llu",
+                       mb->node_id, mb->name, (unsigned long long)req->ssd_capacity,
+                       (unsigned long long)req->ssd_used,
+                       (unsigned long long)mb->ssd_capacity_registered,
+                       (unsigned long long)mb->ssd_capacity_registered);
+        req->ssd_capacity = mb->ssd_capacity_registered;
+        if (req->ssd_used > req->ssd_capacity)
+            req->ssd_used = req->ssd_capacity;
+    }
     mb->ssd_capacity = req->ssd_capacity;
     mb->ssd_used = req->ssd_used;
     mb->ssd_errors = req->ssd_errors;

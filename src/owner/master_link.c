@@ -134,6 +134,8 @@ static void on_connected(net_conn *c, int status, void *ud)
     req.node_name = o->cfg.node_name;
     req.segment_size = o->seg.size;
     req.kv_ssd_storage = o->ssd != NULL;
+    uint64_t ssd_used;
+    ssd_tier_usage(o, &req.ssd_capacity, &ssd_used);
     req.data_addr = o->data_addr;
     if (rpc_call(o->mrpc, MSG_REGISTER, &req.base, OWNER_RPC_TIMEOUT_MS, on_register_resp, o) < 0)
         owner_stop(o, 1);

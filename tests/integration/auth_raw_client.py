@@ -10,7 +10,10 @@ CASE:
   other-name      handshake proving "alice", then Register as "mallory":
                   prints the Register status (-13 expected)
   same-name       handshake proving "alice", Register as "alice": prints the
-                  status (0 expected) and stays registered for a moment
+                  status (0 expected)
+  claims          register as "claimer" without an SSD tier, then send a
+                  Heartbeat claiming 1 TiB of SSD; prints "sent" and stays
+                  registered for 4 s (the master must keep capacity 0)
 Exit 0 when the exchange ran (whatever it printed), 1 on a protocol surprise.
 """
 import hashlib
@@ -19,6 +22,7 @@ import os
 import socket
 import struct
 import sys
+import time
 
 
 def key_of(path, flip=False):
@@ -98,6 +102,14 @@ def register(s, name):
     return status
 
 
+def heartbeat_claiming_ssd(s):
+    body = bytes([4 << 3]) + varint(1 << 40) + bytes([5 << 3]) + varint(1 << 30)
+    s.sendall(struct.pack("<IHHQ", len(body), 2, 0, 8) + body)
+    hdr = recv_exact(s, 16)
+    n = struct.unpack("<IHHQ", hdr)[0] if len(hdr) == 16 else 0
+    recv_exact(s, n)
+
+
 def main():
     case, host, port, secret = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     s = socket.create_connection((host, port), timeout=10)
@@ -115,6 +127,13 @@ def main():
             print("handshake refused")
             sys.exit(1)
         print(register(s, "alice"))
+    elif case == "claims":
+        if not handshake(s, key_of(secret), "claimer") or register(s, "claimer") != 0:
+            print("not registered")
+            sys.exit(1)
+        heartbeat_claiming_ssd(s)
+        print("sent", flush=True)
+        time.sleep(4)
     else:
         sys.exit(2)
     s.close()

@@ -9,7 +9,8 @@
 # refused, and a peer that proved the name "alice" cannot register as
 # "mallory". Nothing listens beyond loopback without a secret: a master on
 # 0.0.0.0 and an owner with data_listen 0.0.0.0 exit 2 naming the setting;
-# a secret file open to others is refused. `fluxon up` makes DIR/cluster.secret
+# a secret file open to others is refused. A member reports no more SSD than
+# it registered. `fluxon up` makes DIR/cluster.secret
 # (0600) and its cluster works.
 set -u
 bin=$(cd "${1:?usage: test_cluster_auth.sh BUILD_DIR}" && pwd) || exit 2
@@ -95,6 +96,13 @@ check "a peer that proved 'alice' cannot register as 'mallory'" \
   test "$("$py" "$here/auth_raw_client.py" other-name "$host" "$port" "$dir/s1")" = -13
 check "... and registers as 'alice'" \
   test "$("$py" "$here/auth_raw_client.py" same-name "$host" "$port" "$dir/s1")" = 0
+"$py" "$here/auth_raw_client.py" claims "$host" "$port" "$dir/s1" > "$dir/claims.out" &
+claimer=$!
+for _ in $(seq 50); do grep -q sent "$dir/claims.out" && break; sleep 0.1; done
+line=$("$bin/fluxon" stat | grep '^claimer ')
+check "a heartbeat claiming SSD it did not register is not believed ($line)" \
+  grep -q ' ssd_capacity=0 ' <<<"$line"
+wait "$claimer"
 
 out=$(timeout 10 "$bin/fluxon-master" --listen 0.0.0.0:0 2>&1); rc=$?
 check "a master on 0.0.0.0 without a secret exits 2 (got $rc)" test $rc = 2
