@@ -8,6 +8,7 @@
  * from a master that is still there), then to the master.
  */
 #include "cluster.h"
+#include "net/auth_key.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,11 +118,15 @@ static int write_owner_yaml(const test_cluster *tc, int i, char *path, size_t ca
             "cluster_name: test\n"
             "master: %s\n"
             "node_name: owner%d\n"
-            "data_listen: 127.0.0.1:0\n"
+            "data_listen: 127.0.0.1:0\n",
+            tc->master_addr, i);
+    if (tc->secret_file[0])
+        fprintf(f, "cluster_secret_file: %s\n", tc->secret_file);
+    fprintf(f,
             "fluxonkv_spec:\n"
             "  memory_size: %" PRIu64 "\n"
             "  client_socket: %s\n",
-            tc->master_addr, i, tc->memory_size, tc->sockets[i]);
+            tc->memory_size, tc->sockets[i]);
     if (tc->ssd_size) {
         char ssd_dir[300];
         snprintf(ssd_dir, sizeof ssd_dir, "%s/ssd%d", tc->dir, i);
@@ -262,8 +267,20 @@ static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, u
     snprintf(mbin, sizeof mbin, "%s", cluster_bin("fluxon-master"));
     char *margv[24] = {mbin, "--listen", "127.0.0.1:0", "--port-file", port_file,
                        "--cluster-name", "test", NULL};
-    for (int i = 0, n = 7; master_args && master_args[i] && n < 23; i++)
-        margv[n++] = (char *)master_args[i];
+    int n_margs = 7;
+    /* FX_CLUSTER_SECRET=1: an authenticated cluster, as fluxon up makes. */
+    const char *want_secret = getenv("FX_CLUSTER_SECRET");
+    if (want_secret && strcmp(want_secret, "1") == 0) {
+        snprintf(tc->secret_file, sizeof tc->secret_file, "%s/cluster.secret", tc->dir);
+        if (auth_secret_create(tc->secret_file) < 0) {
+            fprintf(stderr, "cluster: cannot create %s\n", tc->secret_file);
+            return -1;
+        }
+        margv[n_margs++] = "--secret-file";
+        margv[n_margs++] = tc->secret_file;
+    }
+    for (int i = 0; master_args && master_args[i] && n_margs < 23; i++)
+        margv[n_margs++] = (char *)master_args[i];
     tc->master_pid = spawn(margv, log);
     for (int i = 0; i < 1000 && !tc->master_addr[0]; i++) {
         FILE *f = fopen(port_file, "r");

@@ -33,6 +33,7 @@ typedef struct test_cluster {
     bool owner_killed[TEST_CLUSTER_MAX_OWNERS]; /* by cluster_kill_owner() */
     uint64_t memory_size; /* each owner's segment, for restarts */
     uint64_t ssd_size;    /* each owner's SSD tier under dir/ssd<i> (0: none) */
+    char secret_file[300]; /* dir/cluster.secret with FX_CLUSTER_SECRET=1, else "" */
 } test_cluster;
 
 /* cluster_start_n with an SSD tier of ssd_size bytes per owner, in
