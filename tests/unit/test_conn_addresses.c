@@ -92,14 +92,22 @@ static bool ipv6_loopback_available(void)
     return ok;
 }
 
+/* A listener on addr whose accepted connections p counts; *port is its port. */
+static net_listener *listen_on(uv_loop_t *loop, const char *addr, probe *p, int *port)
+{
+    int err = 0;
+    net_listener *l = net_listen(loop, addr, false, &ops, on_accept, p, &err);
+    REQUIRE(l, "listen on %s: %s", addr, uv_strerror(err));
+    *port = net_listener_port(l);
+    CHECK(*port > 0, "%s bound a port (%d)", addr, *port);
+    return l;
+}
+
 static void test_name(uv_loop_t *loop)
 {
     probe p = {0};
-    int err = 0;
-    net_listener *l = net_listen(loop, "localhost:0", false, &ops, on_accept, &p, &err);
-    REQUIRE(l, "listen on localhost:0: %s", uv_strerror(err));
-    int port = net_listener_port(l);
-    CHECK(port > 0, "a port was bound (%d)", port);
+    int port;
+    net_listener *l = listen_on(loop, "localhost:0", &p, &port);
     REQUIRE(dial(loop, "localhost", port, &p), "connect to localhost");
     CHECK(p.connected == 0 && p.failed == 0, "on_connect never runs inside net_connect_tcp");
     RUN_UNTIL(loop, p.connected + p.failed > 0 && p.accepted > 0);
@@ -120,11 +128,8 @@ static void test_ipv6(uv_loop_t *loop)
         return;
     }
     probe p = {0};
-    int err = 0;
-    net_listener *l = net_listen(loop, "[::1]:0", false, &ops, on_accept, &p, &err);
-    REQUIRE(l, "listen on [::1]:0: %s", uv_strerror(err));
-    int port = net_listener_port(l);
-    CHECK(port > 0, "an IPv6 port was bound (%d)", port);
+    int port;
+    net_listener *l = listen_on(loop, "[::1]:0", &p, &port);
     static const char *const hosts[] = {"::1", "[::1]"};
     for (int i = 0; i < 2; i++) {
         memset(&p, 0, sizeof p);
