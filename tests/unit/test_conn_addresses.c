@@ -81,17 +81,6 @@ static net_conn *dial(uv_loop_t *loop, const char *host, int port, probe *p)
     return c;
 }
 
-static bool ipv6_loopback_available(void)
-{
-    int fd = socket(AF_INET6, SOCK_STREAM, 0);
-    if (fd < 0)
-        return false;
-    struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-    bool ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    close(fd);
-    return ok;
-}
-
 /* A listener on addr whose accepted connections p counts; *port is its port. */
 static net_listener *listen_on(uv_loop_t *loop, const char *addr, probe *p, int *port)
 {
@@ -123,7 +112,7 @@ static void test_name(uv_loop_t *loop)
 
 static void test_ipv6(uv_loop_t *loop)
 {
-    if (!ipv6_loopback_available()) {
+    if (!test_ipv6_loopback()) {
         printf("no IPv6 loopback here: the [::1] listener is not tried\n");
         return;
     }
