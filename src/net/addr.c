@@ -79,6 +79,12 @@ int addr_parse_numeric(const char *hostport, struct sockaddr_storage *out)
     return addr_from_numeric(host, port, out);
 }
 
+bool addr_hostport_is_wildcard(const char *hostport)
+{
+    struct sockaddr_storage ss;
+    return addr_parse_numeric(hostport, &ss) == 0 && addr_is_wildcard((struct sockaddr *)&ss);
+}
+
 /* Resolves host (no brackets) for port: at once for a literal, else through
  * a blocking uv_getaddrinfo. Returns 0 or the error; *out unchanged on
  * failure. */

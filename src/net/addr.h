@@ -38,6 +38,10 @@ int addr_from_numeric(const char *host, int port, struct sockaddr_storage *out);
  * not HOST:PORT. *out is unchanged on failure. */
 int addr_parse_numeric(const char *hostport, struct sockaddr_storage *out);
 
+/* True when hostport is "HOST:PORT" with a wildcard literal for HOST
+ * ("0.0.0.0:7700", "[::]:0"); false for anything else, names included. */
+bool addr_hostport_is_wildcard(const char *hostport);
+
 /* Resolves "HOST:PORT" (name, IPv4 literal or [IPv6] literal), blocking the
  * calling thread while a name is looked up (startup only). Returns 0 with the
  * first address in *out; -EINVAL when hostport is not HOST:PORT; or the

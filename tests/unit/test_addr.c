@@ -110,7 +110,12 @@ static void test_numeric(void)
         CHECK(addr_is_loopback(sa) == cases[i].loopback, "%s: loopback is %d", cases[i].hostport,
               cases[i].loopback);
         CHECK(addr_port(sa) == 1, "%s: port 1", cases[i].hostport);
+        CHECK(addr_hostport_is_wildcard(cases[i].hostport) == cases[i].wildcard,
+              "%s: the text is a wildcard: %d", cases[i].hostport, cases[i].wildcard);
     }
+    CHECK(!addr_hostport_is_wildcard("localhost:1") && !addr_hostport_is_wildcard("0.0.0.0") &&
+              !addr_hostport_is_wildcard(NULL),
+          "a name, a malformed address and NULL are no wildcard");
 }
 
 static void test_format(void)
