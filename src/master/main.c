@@ -25,6 +25,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "master/master.h"
+#include "net/addr.h"
 
 static void usage(FILE *f)
 {
@@ -39,6 +40,18 @@ static void usage(FILE *f)
                "owners' cluster_name), --heartbeat-interval 1s, --inflight-ttl 60s\n"
                "HOST: a name, an IPv4 or an [IPv6] address; --advertise (required with a\n"
                "wildcard --listen such as 0.0.0.0 or [::]) is what the port file holds\n");
+}
+
+/* A listen address whose name does not resolve is a bad value, as a
+ * malformed one is (exit 2), not a failure to start. */
+static int check_resolves(uv_loop_t *loop, const char *key, const char *hostport)
+{
+    struct sockaddr_storage ss;
+    char why[384];
+    if (!hostport || addr_resolve(loop, hostport, &ss, why, sizeof why) == 0)
+        return 0;
+    fprintf(stderr, "fluxon-master: %s: %s\n", key, why);
+    return -1;
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -124,6 +137,11 @@ int main(int argc, char **argv)
     if (m.cfg.log_level >= 0)
         fx_log_threshold = m.cfg.log_level;
     uv_loop_t *loop = uv_default_loop();
+    if (check_resolves(loop, "listen", m.cfg.listen) < 0 ||
+        check_resolves(loop, "http", m.cfg.http) < 0) {
+        rc = 2;
+        goto out;
+    }
     if (master_start(&m, loop, port_file) < 0) {
         fprintf(stderr, "fluxon-master: cannot start (see log)\n");
         rc = 1;
