@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "../tests/util/cluster.h"
+#include "../tests/util/raw_handshake.h"
 #include "../tests/util/testlib.h"
 #include "benchutil.h"
 #include "net/handshake.h"
@@ -121,42 +122,13 @@ static int connect_loopback(int port)
     return fd;
 }
 
-/* Runs the client side over a blocking socket. Returns 0 when accepted. */
-static int client_handshake(int fd, const auth_key *k)
-{
-    handshake hs;
-    uint8_t out[HS_OUT_MAX], in[256];
-    size_t out_len, have = 0;
-    handshake_client_start(&hs, k, HS_ROLE_OWNER, "bench", out, &out_len);
-    if (write(fd, out, out_len) != (ssize_t)out_len)
-        return -1;
-    while (hs.state != HS_DONE) {
-        ssize_t r = read(fd, in + have, sizeof in - have);
-        if (r <= 0)
-            return -1;
-        have += (size_t)r;
-        int used;
-        while ((used = handshake_step(&hs, in, have, out, &out_len)) > 0) {
-            if (out_len && write(fd, out, out_len) != (ssize_t)out_len)
-                return -1;
-            memmove(in, in + used, have - (size_t)used);
-            have -= (size_t)used;
-            if (hs.state == HS_DONE)
-                break;
-        }
-        if (used < 0)
-            return -1;
-    }
-    return 0;
-}
-
 /* Microseconds per usable connection, CONNECT_N connections. */
 static double connect_round(int port, const auth_key *k)
 {
     uint64_t t0 = now_ns();
     for (int i = 0; i < CONNECT_N; i++) {
         int fd = connect_loopback(port);
-        if (fd < 0 || (k && client_handshake(fd, k) < 0)) {
+        if (fd < 0 || (k && raw_handshake(fd, k, "bench") < 0)) {
             fprintf(stderr, "fx_bench_handshake: connection %d failed\n", i);
             exit(1);
         }

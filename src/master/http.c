@@ -3,7 +3,6 @@
  */
 #include "master/http.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -13,6 +12,7 @@
 
 #include "common/log.h"
 #include "master/master.h"
+#include "net/addr.h"
 
 typedef struct http_state {
     struct MHD_Daemon *daemon;
@@ -53,20 +53,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 int http_start(master *m, const char *addr)
 {
-    char host[256];
-    int port;
-    if (config_parse_hostport(addr, host, sizeof host, &port) < 0)
-        return -EINVAL;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-        FX_LOG(ERROR, "http: '%s' is not an IPv4 address", host);
-        return -EINVAL;
+    struct sockaddr_storage sa;
+    char why[256];
+    int r = addr_resolve(m->loop, addr, &sa, why, sizeof why); /* at startup: may block */
+    if (r < 0) {
+        FX_LOG(ERROR, "http: %s", why);
+        return r;
     }
     http_state *hs = calloc(1, sizeof *hs);
     if (!hs)
         return -ENOMEM;
     pthread_mutex_init(&hs->lock, NULL);
-    hs->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL,
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+    if (sa.ss_family == AF_INET6)
+        flags |= MHD_USE_DUAL_STACK; /* IPv6; "[::]" takes IPv4 too, as the other listeners */
+    hs->daemon = MHD_start_daemon(flags, (uint16_t)addr_port((struct sockaddr *)&sa), NULL, NULL,
                                   on_request, hs, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
     if (!hs->daemon) {
         FX_LOG(ERROR, "http: cannot listen on %s", addr);

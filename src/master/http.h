@@ -11,7 +11,9 @@
 
 struct master;
 
-/* Starts serving on "host:port". Returns 0 or a negative errno. */
+/* Starts serving on "HOST:PORT" (a name, looked up blocking the thread, an
+ * IPv4 or an [IPv6] literal). Returns 0, a negative errno, or a UV_EAI_* code
+ * for a name that does not resolve (logged, naming the address). */
 int http_start(struct master *m, const char *addr);
 /* Rebuilds the snapshot (loop thread). */
 void http_publish(struct master *m);

@@ -1,7 +1,8 @@
 /*
  * main.c - fluxon-master: flags and config, then the event loop until SIGTERM.
  *
- *   fluxon-master --listen HOST:PORT [--http HOST:PORT] [--config FILE]
+ *   fluxon-master --listen HOST:PORT [--advertise HOST:PORT] [--http HOST:PORT]
+ *                 [--config FILE]
  *                 [--port-file FILE] [--cluster-name NAME] [--inflight-ttl DUR]
  *                 [--heartbeat-interval DUR] [--heartbeat-timeout DUR]
  *                 [--placement random|local|remote] [--cache-budget PCT]
@@ -9,7 +10,10 @@
  *
  * Flags override the config file. A bad value is a startup error naming the
  * key, exit code 2. --port-file receives "HOST:PORT" once the master is ready
- * (listening, and serving HTTP when --http is given; useful with port 0).
+ * (listening, and serving HTTP when --http is given; useful with port 0): the
+ * --advertise address, else the --listen host with the bound port. HOSTs are
+ * names, IPv4 or [IPv6] literals; a wildcard --listen (0.0.0.0, [::]) needs
+ * --advertise, since nobody can dial a wildcard.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -21,10 +25,12 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "master/master.h"
+#include "net/addr.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: fluxon-master --listen HOST:PORT [--http HOST:PORT] [--config FILE]\n"
+    fprintf(f, "usage: fluxon-master --listen HOST:PORT [--advertise HOST:PORT]\n"
+               "                     [--http HOST:PORT] [--config FILE]\n"
                "                     [--port-file FILE] [--cluster-name NAME]\n"
                "                     [--inflight-ttl DURATION] [--heartbeat-interval DURATION]\n"
                "                     [--heartbeat-timeout DURATION]\n"
@@ -33,7 +39,21 @@ static void usage(FILE *f)
                "defaults: --listen 127.0.0.1:7700, --cluster-name fluxon (it must match the\n"
                "owners' cluster_name), --heartbeat-interval 1s, --inflight-ttl 60s\n"
                "--secret-file: the cluster secret (>= 32 bytes, mode 0600) owners must prove;\n"
-               "required when --listen is beyond loopback\n");
+               "required when --listen is beyond loopback\n"
+               "HOST: a name, an IPv4 or an [IPv6] address; --advertise (required with a\n"
+               "wildcard --listen such as 0.0.0.0 or [::]) is what the port file holds\n");
+}
+
+/* A listen address whose name does not resolve is a bad value, as a
+ * malformed one is (exit 2), not a failure to start. */
+static int check_resolves(uv_loop_t *loop, const char *key, const char *hostport)
+{
+    struct sockaddr_storage ss;
+    char why[384];
+    if (!hostport || addr_resolve(loop, hostport, &ss, why, sizeof why) == 0)
+        return 0;
+    fprintf(stderr, "fluxon-master: %s: %s\n", key, why);
+    return -1;
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -53,6 +73,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"listen", required_argument, 0, 'l'},
         {"http", required_argument, 0, 'h'},
+        {"advertise", required_argument, 0, 'a'},
         {"config", required_argument, 0, 'c'},
         {"port-file", required_argument, 0, 'p'},
         {"cluster-name", required_argument, 0, 'n'},
@@ -67,7 +88,7 @@ int main(int argc, char **argv)
         {0, 0, 0, 0},
     };
     static const char *keys[128] = {
-        ['l'] = "listen", ['h'] = "http", ['n'] = "cluster_name",
+        ['l'] = "listen", ['h'] = "http", ['a'] = "advertise", ['n'] = "cluster_name",
         ['t'] = "inflight_ttl", ['b'] = "heartbeat_timeout", ['v'] = "log_level",
         ['i'] = "heartbeat_interval", ['P'] = "placement", ['B'] = "cache_budget",
         ['S'] = "secret_file",
@@ -117,14 +138,19 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if (m.cfg.log_level >= 0)
+        fx_log_threshold = m.cfg.log_level;
+    uv_loop_t *loop = uv_default_loop();
+    if (check_resolves(loop, "listen", m.cfg.listen) < 0 ||
+        check_resolves(loop, "http", m.cfg.http) < 0) {
+        rc = 2;
+        goto out;
+    }
     if (master_auth_setup(&m, err, sizeof err) < 0) {
         fprintf(stderr, "fluxon-master: %s\n", err);
         rc = 2;
         goto out;
     }
-    if (m.cfg.log_level >= 0)
-        fx_log_threshold = m.cfg.log_level;
-    uv_loop_t *loop = uv_default_loop();
     if (master_start(&m, loop, port_file) < 0) {
         fprintf(stderr, "fluxon-master: cannot start (see log)\n");
         rc = 1;

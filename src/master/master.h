@@ -33,7 +33,7 @@ typedef struct member {
     uint32_t node_id;
     uint64_t tomb_tag; /* incarnation: replicas tagged with another value are dead */
     char name[64];
-    char data_addr[64];
+    char data_addr[264]; /* "HOST:PORT" peers dial: a name of up to 255 bytes fits */
     bool kv_ssd_storage;
     net_conn *conn;
     rpc_client *rpc; /* requests the master sends to this owner (SsdReplicaPersist) */

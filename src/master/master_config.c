@@ -7,7 +7,8 @@
  * the YAML file, applies flags, deep-copies and frees by it. What only the
  * master has lives here: the `placement` names, the default
  * heartbeat_timeout that follows 3 x heartbeat_interval until it is given
- * itself (the schema's applied() hook), and master_config_validate().
+ * itself (the schema's applied() hook), and master_config_validate() (with
+ * the rule that the address told to others is never a wildcard).
  */
 #include "master/master_config.h"
 
@@ -16,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "net/addr.h"
 
 #define MASTER_F(f) offsetof(master_config, f)
 
@@ -26,6 +29,7 @@ static const struct cfg_key master_keys[] = {
     {"cluster_name", CK_STR, MASTER_F(cluster_name), 0, 0, NULL},
     {"listen", CK_HOSTPORT, MASTER_F(listen), 0, 0, NULL},
     {"http", CK_HOSTPORT_OPT, MASTER_F(http), 0, 0, NULL},
+    {"advertise", CK_HOSTPORT_OPT, MASTER_F(advertise), 0, 0, NULL},
     {"inflight_ttl", CK_DURATION, MASTER_F(inflight_ttl_ms), 0, 1, NULL},
     {"heartbeat_interval", CK_DURATION, MASTER_F(heartbeat_interval_ms), 0, 1, NULL},
     {"heartbeat_timeout", CK_DURATION, MASTER_F(heartbeat_timeout_ms), 0, 1, NULL},
@@ -75,6 +79,24 @@ int master_config_set(master_config *c, const char *key, const char *value, char
     return cfg_set(c, &master_schema, key, value, err, errlen);
 }
 
+/* The address told to others is never a wildcard: neither advertise itself
+ * nor, without it, listen. */
+static int check_advertise(const master_config *c, char *err, size_t errlen)
+{
+    if (c->advertise && addr_hostport_is_wildcard(c->advertise))
+        return cfg_err(err, errlen,
+                       "advertise: '" CFG_QUOTE "' is a wildcard address; give one that owners "
+                       "can dial",
+                       c->advertise);
+    if (!c->advertise && addr_hostport_is_wildcard(c->listen))
+        return cfg_err(err, errlen,
+                       "advertise: missing: listen '" CFG_QUOTE "' is a wildcard address, which "
+                       "nobody can dial; give --advertise HOST:PORT (the address written to "
+                       "the port file; port 0: the bound port)",
+                       c->listen);
+    return 0;
+}
+
 int master_config_validate(const master_config *c, char *err, size_t errlen)
 {
     if (!c)
@@ -82,7 +104,10 @@ int master_config_validate(const master_config *c, char *err, size_t errlen)
     if (cfg_check_name("cluster_name", c->cluster_name, true, err, errlen) < 0 ||
         cfg_check_hostport("listen", c->listen, true, err, errlen) < 0 ||
         cfg_check_hostport("http", c->http, false, err, errlen) < 0 ||
+        cfg_check_hostport("advertise", c->advertise, false, err, errlen) < 0 ||
         cfg_check_log_level(c->log_level, err, errlen) < 0)
+        return -1;
+    if (check_advertise(c, err, errlen) < 0)
         return -1;
     if (c->inflight_ttl_ms == 0)
         return cfg_err(err, errlen, "inflight_ttl: must be > 0");

@@ -5,7 +5,11 @@
  * Master file:
  *
  *   cluster_name: demo
- *   listen: 127.0.0.1:7700
+ *   listen: 127.0.0.1:7700                  # a name, IPv4, or "[IPv6]" quoted
+ *   advertise: 10.0.0.1:7700                # optional: the address owners are
+ *                                           # told, written to the port file (port
+ *                                           # 0: the bound port); required when
+ *                                           # listen is a wildcard (0.0.0.0, [::])
  *   http: 127.0.0.1:7701                    # optional
  *   inflight_ttl: 60s                       # optional, in-flight put/get TTL
  *   heartbeat_interval: 1s                  # optional, default 1s, > 0: how often
@@ -48,6 +52,7 @@ typedef struct master_config {
     char *cluster_name;          /* default "fluxon" */
     char *listen;                /* default "127.0.0.1:7700" */
     char *http;                  /* default NULL: no HTTP endpoint */
+    char *advertise;             /* default NULL: listen's host with the bound port */
     uint64_t inflight_ttl_ms;    /* default 60000, > 0 */
     uint64_t heartbeat_interval_ms; /* default 1000, > 0 */
     /* Default 3 x heartbeat_interval_ms, > heartbeat_interval_ms. Until
@@ -77,7 +82,8 @@ int master_config_set(master_config *c, const char *key, const char *value, char
                       size_t errlen);
 
 /* Checks the rules that span keys (required keys present, "host:port"
- * forms, heartbeat_timeout > heartbeat_interval, a known placement). Returns
+ * forms, heartbeat_timeout > heartbeat_interval, a known placement, an
+ * advertise that is no wildcard and is given when listen is one). Returns
  * 0 or -1 with a message naming the key. */
 int master_config_validate(const master_config *c, char *err, size_t errlen);
 

@@ -26,6 +26,11 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
                         req->cluster_name, m->cfg.cluster_name);
         return NULL;
     }
+    if (strlen(req->data_addr) >= sizeof((member *)0)->data_addr) {
+        net_reply_error(c, h, FX_EINVAL, "data_addr is longer than %zu bytes",
+                        sizeof((member *)0)->data_addr - 1);
+        return NULL;
+    }
     const char *proven = net_conn_auth_identity(c);
     if (m->authenticated && (!proven || strcmp(proven, req->node_name) != 0)) {
         FX_LOG_LIMITED(WARN, "%s: Register as '%s' refused: the handshake proved '%s'",

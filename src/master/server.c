@@ -24,6 +24,7 @@
 #include "master/inflight.h"
 #include "master/invalidation.h"
 #include "master/members.h"
+#include "net/addr.h"
 
 static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
@@ -182,14 +183,26 @@ static void on_check(uv_check_t *ch)
     master_flush_invalidations(ch->data);
 }
 
-static int write_port_file(const char *path, const char *host, int port)
+/* What the master tells others (the port file): advertise, its port 0 read
+ * as the bound port, else listen's host with the bound port. Never a
+ * wildcard (master_config_validate). */
+static void advertised_address(const master *m, int bound_port, char *buf, size_t len)
+{
+    char host[256];
+    int port;
+    const char *from = m->cfg.advertise ? m->cfg.advertise : m->cfg.listen;
+    config_parse_hostport(from, host, sizeof host, &port); /* validated */
+    addr_join(host, m->cfg.advertise && port ? port : bound_port, buf, len);
+}
+
+static int write_port_file(const char *path, const char *addr)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
         return -errno;
-    fprintf(f, "%s:%d\n", host, port);
+    fprintf(f, "%s\n", addr);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         return -errno;
     return 0;
@@ -226,10 +239,9 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     if (m->authenticated)
         net_listener_require_auth(m->listener, &m->cluster_key);
     int port = net_listener_port(m->listener);
-    char host[256];
-    int cfg_port;
-    config_parse_hostport(m->cfg.listen, host, sizeof host, &cfg_port);
-    FX_LOG(INFO, "listening on %s:%d", host, port);
+    char advertised[300];
+    advertised_address(m, port, advertised, sizeof advertised);
+    FX_LOG(INFO, "listening on %s (port %d), advertised as %s", m->cfg.listen, port, advertised);
     uv_timer_init(loop, &m->sweep_timer);
     m->sweep_timer.data = m;
     uv_update_time(loop);
@@ -242,7 +254,7 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     if (m->cfg.http && (err = http_start(m, m->cfg.http)) < 0)
         return err;
     /* Last: the port file says that the master is ready, HTTP included. */
-    if (port_file && (err = write_port_file(port_file, host, port)) < 0) {
+    if (port_file && (err = write_port_file(port_file, advertised)) < 0) {
         FX_LOG(ERROR, "cannot write port file %s: %s", port_file, strerror(-err));
         return err;
     }

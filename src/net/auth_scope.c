@@ -4,25 +4,12 @@
 #include "net/auth_scope.h"
 
 #include <netdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "common/config.h"
-
-static bool is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
-    }
-    return false;
-}
+#include "net/addr.h"
 
 bool auth_scope_beyond_loopback(const char *hostport)
 {
@@ -36,7 +23,7 @@ bool auth_scope_beyond_loopback(const char *hostport)
         return true;
     bool beyond = false;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
-        if (!is_loopback(ai->ai_addr))
+        if (!addr_is_loopback(ai->ai_addr))
             beyond = true; /* wildcards land here too: 0.0.0.0 and :: are not loopback */
     freeaddrinfo(res);
     return beyond;

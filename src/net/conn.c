@@ -25,6 +25,7 @@
 #include "common/hashtable.h"
 #include "common/log.h"
 #include "fluxon/fluxon.h"
+#include "net/addr.h"
 #include "net/frame.h"
 #include "net/handshake.h"
 #include "net/unix_path.h"
@@ -135,9 +136,11 @@ void net_conn_close(net_conn *c)
 {
     if (!c || c->closing)
         return;
+    bool handshaking = c->open && c->connect_pending;
     c->closing = true;
     c->open = false;
-    report_connect(c, -ECONNRESET); /* a client closed while its handshake ran */
+    if (handshaking) /* a client closed while its handshake ran */
+        report_connect(c, -ECONNRESET);
     uv_close(&c->h.handle, on_handle_closed);
 }
 
@@ -172,6 +175,18 @@ int net_conn_fd(const net_conn *c)
     if (uv_fileno(&c->h.handle, &fd) != 0)
         return -1;
     return fd;
+}
+
+int net_conn_local_addr(const net_conn *c, struct sockaddr_storage *out)
+{
+    int len = sizeof *out;
+    return uv_tcp_getsockname(&c->h.tcp, (struct sockaddr *)out, &len);
+}
+
+int net_conn_peer_addr(const net_conn *c, struct sockaddr_storage *out)
+{
+    int len = sizeof *out;
+    return uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)out, &len);
 }
 
 size_t net_conn_write_queue(const net_conn *c)
@@ -529,16 +544,8 @@ static void on_connection(uv_stream_t *server, int status)
         snprintf(c->peer, sizeof c->peer, "unix:%d", net_conn_fd(c));
     } else {
         struct sockaddr_storage ss;
-        int len = sizeof ss;
-        char ip[INET6_ADDRSTRLEN] = "?";
-        int port = 0;
-        if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0 &&
-            ss.ss_family == AF_INET) {
-            struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-            uv_ip4_name(in, ip, sizeof ip);
-            port = ntohs(in->sin_port);
-        }
-        snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+        if (net_conn_peer_addr(c, &ss) == 0)
+            addr_format((struct sockaddr *)&ss, c->peer, sizeof c->peer);
         uv_tcp_nodelay(&c->h.tcp, 1);
     }
     if (l->require_auth) {
@@ -592,17 +599,8 @@ net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const 
         if (r == 0)
             l->path_id = unix_path_identify(addr);
     } else {
-        char host[256];
-        const char *colon = strrchr(addr, ':');
-        if (!colon || (size_t)(colon - addr) >= sizeof host) {
-            free(l);
-            *err = -EINVAL;
-            return NULL;
-        }
-        memcpy(host, addr, (size_t)(colon - addr));
-        host[colon - addr] = 0;
-        struct sockaddr_in sa;
-        r = uv_ip4_addr(host, atoi(colon + 1), &sa);
+        struct sockaddr_storage sa; /* a name is looked up here: listeners start at startup */
+        r = addr_resolve(loop, addr, &sa, NULL, 0);
         if (r < 0) {
             free(l);
             *err = r;
@@ -630,7 +628,7 @@ int net_listener_port(const net_listener *l)
     int len = sizeof ss;
     if (l->is_unix || uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&ss, &len) != 0)
         return -1;
-    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return addr_port((struct sockaddr *)&ss);
 }
 
 void net_listener_close(net_listener *l)
@@ -667,27 +665,79 @@ static void on_connected(uv_connect_t *req, int status)
     net_conn_close(c);
 }
 
+/* A name being looked up for net_connect_tcp; holds a reference to c. */
+typedef struct connect_lookup {
+    addr_lookup lk;
+    net_conn *c;
+} connect_lookup;
+
+/* Starts connecting c to sa. Returns 0, or a libuv error with nothing
+ * started (c is the caller's to fail). */
+static int connect_to(net_conn *c, const struct sockaddr *sa)
+{
+    uv_connect_t *req = malloc(sizeof *req);
+    if (!req)
+        return -ENOMEM;
+    req->data = c;
+    int r = uv_tcp_connect(req, &c->h.tcp, sa, on_connected);
+    if (r < 0)
+        free(req);
+    return r;
+}
+
+static void on_connect_resolved(addr_lookup *lk, int status, const struct sockaddr *sa)
+{
+    connect_lookup *cl = lk->data;
+    net_conn *c = cl->c;
+    free(cl);
+    if (c->closing) { /* closed by its owner meanwhile: as a cancelled connect */
+        c->connect_pending = false;
+        c->on_connect(c, UV_ECANCELED, c->connect_ud);
+    } else if (status == 0) {
+        status = connect_to(c, sa);
+    }
+    if (status < 0 && !c->closing) {
+        c->connect_pending = false;
+        c->open = true;
+        c->on_connect(c, status, c->connect_ud);
+        net_conn_close(c);
+    }
+    net_conn_unref(c);
+}
+
 net_conn *net_connect_tcp(uv_loop_t *loop, const char *host, int port, const net_conn_ops *ops,
                           net_connect_fn on_connect, void *ud)
 {
-    struct sockaddr_in sa;
-    if (uv_ip4_addr(host, port, &sa) < 0)
+    struct sockaddr_storage sa;
+    int numeric = addr_from_numeric(host, port, &sa);
+    if (numeric < 0 && numeric != -EAGAIN)
         return NULL;
     net_conn *c = conn_alloc(loop, ops);
-    uv_connect_t *req = malloc(sizeof *req);
-    if (!c || !req) {
+    connect_lookup *cl = numeric == -EAGAIN ? calloc(1, sizeof *cl) : NULL;
+    if (!c || (numeric == -EAGAIN && !cl)) {
         free(c);
-        free(req);
+        free(cl);
         return NULL;
     }
-    uv_tcp_init(loop, &c->h.tcp);
+    uv_tcp_init(loop, &c->h.tcp); /* the socket, of sa's family, comes with the connect */
     c->h.handle.data = c;
     c->on_connect = on_connect;
     c->connect_ud = ud;
-    snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
-    req->data = c;
-    if (uv_tcp_connect(req, &c->h.tcp, (struct sockaddr *)&sa, on_connected) < 0) {
-        free(req);
+    addr_join(host, port, c->peer, sizeof c->peer);
+    int r;
+    if (cl) { /* a name: looked up on the thread pool, the loop goes on */
+        cl->c = c;
+        cl->lk.data = cl;
+        net_conn_ref(c);
+        r = addr_lookup_start(loop, &cl->lk, host, port, on_connect_resolved);
+        if (r < 0) {
+            free(cl);
+            net_conn_unref(c);
+        }
+    } else {
+        r = connect_to(c, (struct sockaddr *)&sa);
+    }
+    if (r < 0) {
         c->open = true;
         net_conn_close(c);
         return NULL;

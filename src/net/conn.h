@@ -38,11 +38,15 @@ typedef void (*net_connect_fn)(net_conn *c, int status, void *ud);
 
 typedef struct net_listener net_listener;
 
-/* Listens on "host:port" (is_unix false) or a Unix socket path (is_unix true;
+/* Listens on "HOST:PORT" (is_unix false: a name, looked up blocking the
+ * thread, an IPv4 or an [IPv6] literal; "[::]" takes IPv4 too) or a Unix
+ * socket path (is_unix true;
  * a stale socket file is replaced, a live one or a non-socket is refused with
  * -EADDRINUSE or -EEXIST, see unix_path.h; closing removes the file only while
  * it is still ours). Accepted connections use ops and are passed to on_accept
- * before reading starts. Returns NULL with a negative errno in *err. */
+ * before reading starts. Returns NULL with a negative errno in *err
+ * (-EINVAL for a malformed address, a UV_EAI_* code when the name does not
+ * resolve). */
 net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const net_conn_ops *ops,
                          net_accept_fn on_accept, void *ud, int *err);
 /* The bound TCP port (after listening on port 0). */
@@ -50,8 +54,12 @@ int net_listener_port(const net_listener *l);
 /* Stops listening and closes every connection it accepted that is still open. */
 void net_listener_close(net_listener *l);
 
-/* Connects over TCP; on_connect gets the connection and 0, or a negative errno
- * (the connection is then already closing). Returns NULL when out of memory. */
+/* Connects over TCP to host (a name, an IPv4 or an IPv6 literal, brackets
+ * optional) and port. A literal is connected to at once; a name is looked up
+ * on libuv's thread pool first, so the loop never waits for DNS. on_connect
+ * gets the connection and 0, or a negative errno or UV_EAI_* code (the
+ * connection is then already closing); it never runs inside this call.
+ * Returns NULL when out of memory or when host or port is malformed. */
 net_conn *net_connect_tcp(uv_loop_t *loop, const char *host, int port, const net_conn_ops *ops,
                           net_connect_fn on_connect, void *ud);
 
@@ -86,8 +94,12 @@ void net_conn_ref(net_conn *c);
 void net_conn_unref(net_conn *c);
 void *net_conn_data(const net_conn *c);
 void net_conn_set_data(net_conn *c, void *data);
-/* The peer, for logs ("127.0.0.1:4242" or "unix"). */
+/* The peer, for logs ("127.0.0.1:4242", "[::1]:4242" or "unix:<fd>"). */
 const char *net_conn_peer(const net_conn *c);
+/* The local / remote address of a connected TCP connection. Returns 0 or a
+ * libuv error (not connected, a Unix socket); *out is then unspecified. */
+int net_conn_local_addr(const net_conn *c, struct sockaddr_storage *out);
+int net_conn_peer_addr(const net_conn *c, struct sockaddr_storage *out);
 /* The OS file descriptor (for SCM_RIGHTS on Unix sockets), or -1. */
 int net_conn_fd(const net_conn *c);
 /* Bytes accepted by net_send and not yet written to the socket. */

@@ -4,7 +4,7 @@
  *
  *   fluxon-owner --config FILE [--master HOST:PORT] [--memory-size SIZE]
  *                [--client-socket PATH] [--cluster-name NAME] [--node-name NAME]
- *                [--data-listen HOST:PORT]
+ *                [--data-listen HOST:PORT] [--data-advertise HOST:PORT]
  *                [--prefault true|false] [--large-file-paths A,B]
  *                [--large-limit-size S1,S2] [--log-level LEVEL]
  *
@@ -35,7 +35,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: fluxon-owner --config FILE [--master HOST:PORT] [--memory-size SIZE]\n"
                "                    [--client-socket PATH] [--cluster-name NAME] [--node-name NAME]\n"
-               "                    [--data-listen HOST:PORT]\n"
+               "                    [--data-listen HOST:PORT] [--data-advertise HOST:PORT]\n"
                "                    [--prefault true|false] [--large-file-paths P1,P2]\n"
                "                    [--large-limit-size S1,S2] [--use-hugepages true|false]\n"
                "                    [--log-level LEVEL]\n");
@@ -49,22 +49,25 @@ static bool member_check(void *ud, uint32_t node_id, uint64_t tomb_tag)
 }
 
 /* Starts the owner-to-owner data plane on data_listen; peers learn its
- * address from the master (Register carries it). */
+ * address from the master (Register carries it, data_address.c). */
 static int start_data_plane(owner *o)
 {
     int err = 0;
     o->dp = dp_engine_new(o->loop, o->seg.base, o->seg.size, o->cfg.data_listen, &err);
     if (!o->dp) {
         fprintf(stderr, "fluxon-owner: data_listen: cannot listen on %s: %s\n", o->cfg.data_listen,
-                strerror(-err));
+                uv_strerror(err));
         return -1;
     }
     dp_engine_set_member_check(o->dp, member_check, o);
-    char host[256];
-    int port;
-    config_parse_hostport(o->cfg.data_listen, host, sizeof host, &port);
-    snprintf(o->data_addr, sizeof o->data_addr, "%s:%d", host, dp_engine_port(o->dp));
-    FX_LOG(INFO, "data plane on %s", o->data_addr);
+    char why[512];
+    if (owner_data_address_init(o, why, sizeof why) < 0) {
+        fprintf(stderr, "fluxon-owner: %s\n", why);
+        return -1;
+    }
+    FX_LOG(INFO, "data plane on %s (port %d), announced as %s", o->cfg.data_listen,
+           dp_engine_port(o->dp), o->data_addr_from_link ? "the address towards the master"
+                                                         : o->data_addr);
     return 0;
 }
 
@@ -85,6 +88,7 @@ int main(int argc, char **argv)
         {"cluster-name", required_argument, 0, 'n'},
         {"node-name", required_argument, 0, 'N'},
         {"data-listen", required_argument, 0, 'D'},
+        {"data-advertise", required_argument, 0, 'A'},
         {"prefault", required_argument, 0, 'P'},
         {"large-file-paths", required_argument, 0, 'f'},
         {"large-limit-size", required_argument, 0, 'L'},
@@ -98,7 +102,7 @@ int main(int argc, char **argv)
         ['k'] = "fluxonkv_spec.client_socket", ['n'] = "cluster_name", ['N'] = "node_name",
         ['P'] = "fluxonkv_spec.prefault", ['f'] = "fluxonkv_spec.large_file_paths",
         ['L'] = "fluxonkv_spec.large_limit_size", ['v'] = "log_level",
-        ['H'] = "fluxonkv_spec.use_hugepages", ['D'] = "data_listen",
+        ['H'] = "fluxonkv_spec.use_hugepages", ['D'] = "data_listen", ['A'] = "data_advertise",
     };
     fx_log_init("owner");
     signal(SIGPIPE, SIG_IGN);

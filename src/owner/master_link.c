@@ -5,7 +5,9 @@
  * SsdStageRead requests (handed to ssd_persist.c and ssd_stage.c). The
  * batches going the other way have their own files (holder_ack.c,
  * access_report.c, ssd_evict.c). Register announces
- * the data plane's address and whether this owner has an SSD tier, and
+ * the data plane's address (data_address.c: settled on each connection, so
+ * a wildcard data_listen announces the address this connection comes from)
+ * and whether this owner has an SSD tier, and
  * returns the cluster's data-plane token; the member table says which peers
  * the data plane accepts. Heartbeats carry the hit counters and the SSD
  * tier's capacity and use.
@@ -116,12 +118,17 @@ static void on_connected(net_conn *c, int status, void *ud)
     if (status < 0) {
         o->master = NULL;
         if (uv_now(o->loop) >= o->connect_deadline_ms) {
-            FX_LOG(ERROR, "cannot connect to master %s:%d: %s", o->master_host, o->master_port,
-                   uv_strerror(status));
+            FX_LOG(ERROR, "cannot connect to master %s: %s", o->cfg.master, uv_strerror(status));
             owner_stop(o, 1);
         } else {
             uv_timer_start(&o->connect_timer, on_connect_retry, CONNECT_RETRY_MS, 0);
         }
+        return;
+    }
+    char why[512];
+    if (owner_data_address_for_master(o, c, why, sizeof why) < 0) {
+        fprintf(stderr, "fluxon-owner: %s\n", why);
+        owner_stop(o, 2); /* a configuration that peers cannot use */
         return;
     }
     o->mrpc = rpc_client_new(o->loop, c);

@@ -127,7 +127,9 @@ typedef struct owner {
     net_listener *ext_listener;
     struct dp_engine *dp; /* the owner-to-owner data plane */
     struct ssd_tier *ssd; /* the SSD tier (ssd_tier.h), NULL without one */
-    char data_addr[300];  /* where peers reach dp, "host:port" */
+    char data_addr[300];  /* where peers reach dp, "host:port" (data_address.c) */
+    bool data_addr_from_link; /* wildcard data_listen: data_addr comes with the master link */
+    bool data_addr_loopback;  /* data_addr is a loopback address */
     struct peer_member *members; /* the master's member table, for dp peer checks */
     size_t n_members;
     session *sessions; /* by client_id */
@@ -157,6 +159,17 @@ void owner_stop(owner *o, int exit_code);
 int owner_auth_setup(owner *o, char *err, size_t errlen);
 /* True when node_id with incarnation tomb_tag is in the master's member table. */
 bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag);
+
+/* data_address.c: the data-plane address announced in Register */
+/* At startup, once the data plane listens: data_advertise (resolved, never a
+ * wildcard) or data_listen's host, each with the bound port when theirs is 0.
+ * Returns 0, or -1 with "<key>: <why>" in err (the owner exits 2). */
+int owner_data_address_init(owner *o, char *err, size_t errlen);
+/* On each connection to the master, before Register: derives data_addr from
+ * the connection's local address when data_listen is a wildcard, and refuses
+ * a loopback data_addr when the master is not on loopback. Returns 0, or -1
+ * with "data_advertise: <why>" in err (the owner exits 2). */
+int owner_data_address_for_master(owner *o, net_conn *master, char *err, size_t errlen);
 
 /* holder_ack.c: released master holders, acknowledged to the master in batches */
 /* Queues a master holder id for BatchDeleteAck (out of memory: logged, and

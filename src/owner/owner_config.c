@@ -6,7 +6,8 @@
  * kind, field offset); the table-driven engine in common/config.c walks the
  * YAML file, applies flags, deep-copies and frees by it. What only the owner
  * has lives here: its defaults and owner_config_validate() (required keys,
- * the client socket's length, the SSD tier's paths and limits).
+ * the client socket's length, the SSD tier's paths and limits, an advertised
+ * address that is no wildcard).
  */
 #include "owner/owner_config.h"
 
@@ -19,6 +20,8 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "net/addr.h"
+
 #define OWNER_F(f) offsetof(owner_config, f)
 
 static const struct cfg_key owner_keys[] = {
@@ -26,6 +29,7 @@ static const struct cfg_key owner_keys[] = {
     {"master", CK_HOSTPORT, OWNER_F(master), 0, 0, NULL},
     {"node_name", CK_STR_OPT, OWNER_F(node_name), 0, 0, NULL},
     {"data_listen", CK_HOSTPORT, OWNER_F(data_listen), 0, 0, NULL},
+    {"data_advertise", CK_HOSTPORT_OPT, OWNER_F(data_advertise), 0, 0, NULL},
     {"log_level", CK_LOGLEVEL, OWNER_F(log_level), 0, 0, NULL},
     {"cluster_secret_file", CK_STR_OPT, OWNER_F(cluster_secret_file), 0, 0, NULL},
     {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
@@ -133,8 +137,14 @@ int owner_config_validate(const owner_config *c, char *err, size_t errlen)
         cfg_check_hostport("master", c->master, true, err, errlen) < 0 ||
         cfg_check_name("node_name", c->node_name, false, err, errlen) < 0 ||
         cfg_check_hostport("data_listen", c->data_listen, true, err, errlen) < 0 ||
+        cfg_check_hostport("data_advertise", c->data_advertise, false, err, errlen) < 0 ||
         cfg_check_log_level(c->log_level, err, errlen) < 0)
         return -1;
+    if (c->data_advertise && addr_hostport_is_wildcard(c->data_advertise))
+        return cfg_err(err, errlen,
+                       "data_advertise: '" CFG_QUOTE "' is a wildcard address; peers need one "
+                       "they can dial",
+                       c->data_advertise);
     if (c->memory_size == 0)
         return cfg_err(err, errlen, "fluxonkv_spec.memory_size: missing (required, > 0)");
     if (cfg_check_name("fluxonkv_spec.client_socket", c->client_socket, true, err, errlen) < 0)

@@ -9,6 +9,13 @@
  *   node_name: owner0                       # optional, default "owner-<pid>"
  *   data_listen: 127.0.0.1:0                # optional, default 127.0.0.1:0: where
  *                                           # the owner-to-owner data plane listens
+ *                                           # (a name, IPv4, or "[IPv6]" quoted)
+ *   data_advertise: 10.0.0.5:0              # optional: the address peers dial,
+ *                                           # sent in Register (port 0: the bound
+ *                                           # port). Absent: data_listen's host, or
+ *                                           # with a wildcard data_listen (0.0.0.0,
+ *                                           # [::]) the local address of the
+ *                                           # connection to the master
  *   log_level: warn                         # optional: error|warn|info|debug
  *   fluxonkv_spec:
  *     memory_size: 2GB                      # required, > 0
@@ -42,6 +49,7 @@ typedef struct owner_config {
     char *master;           /* "host:port", required */
     char *node_name;        /* default NULL: the owner picks "owner-<pid>" */
     char *data_listen;      /* "host:port" of the data plane, default "127.0.0.1:0" */
+    char *data_advertise;   /* "host:port" peers dial, NULL: derived (see above) */
     char *cluster_secret_file; /* the cluster secret proven to the master; NULL: none
                                 * (then data_listen must stay on loopback) */
     int log_level;          /* -1: not set */
@@ -80,7 +88,8 @@ int owner_config_set(owner_config *c, const char *key, const char *value, char *
 
 /* Checks the rules that span keys (required keys present, memory_size > 0,
  * large_limit_size the same length as large_file_paths, each limit >= 512,
- * "host:port" forms). Returns 0 or -1 with a message naming the key. */
+ * "host:port" forms, a data_advertise that is no wildcard literal). Returns 0
+ * or -1 with a message naming the key. */
 int owner_config_validate(const owner_config *c, char *err, size_t errlen);
 
 /* Frees what the config owns (NULL-safe); the struct itself is the caller's. */

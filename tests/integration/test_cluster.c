@@ -97,18 +97,7 @@ static uint32_t node_of[OWNERS];
 
 static void learn_node_ids(void)
 {
-    fx_owner_stat st[8];
-    size_t n = 0;
-    REQUIRE(fx_stat(cl[0], st, 8, &n) == 0, "stat");
-    for (size_t i = 0; i < n && i < 8; i++)
-        for (int o = 0; o < OWNERS; o++) {
-            char name[16];
-            snprintf(name, sizeof name, "owner%d", o);
-            if (strcmp(st[i].name, name) == 0)
-                node_of[o] = st[i].node_id;
-        }
-    for (int o = 0; o < OWNERS; o++)
-        REQUIRE(node_of[o], "owner%d has a node id", o);
+    REQUIRE(cluster_node_ids(cl[0], node_of, OWNERS) == 0, "every owner has a node id");
 }
 
 static int owner_of_node(uint32_t node)

@@ -104,7 +104,7 @@ check "a heartbeat claiming SSD it did not register is not believed ($line)" \
   grep -q ' ssd_capacity=0 ' <<<"$line"
 wait "$claimer"
 
-out=$(timeout 10 "$bin/fluxon-master" --listen 0.0.0.0:0 2>&1); rc=$?
+out=$(timeout 10 "$bin/fluxon-master" --listen 0.0.0.0:0 --advertise 127.0.0.1:0 2>&1); rc=$?
 check "a master on 0.0.0.0 without a secret exits 2 (got $rc)" test $rc = 2
 check "... naming --secret-file" grep -q -- "--secret-file" <<<"$out"
 cp "$dir/s1" "$dir/open"; chmod 644 "$dir/open"

@@ -554,6 +554,7 @@ static void test_master(void)
 
     const char *yaml = "cluster_name: demo\n"
                        "listen: 0.0.0.0:7800\n"
+                       "advertise: 10.0.0.1:7800\n"
                        "http: 127.0.0.1:7801\n"
                        "inflight_ttl: 90s\n"
                        "heartbeat_interval: 100ms\n"
@@ -563,6 +564,7 @@ static void test_master(void)
     REQUIRE(master_config_load(&c, write_tmp(yaml), err, sizeof err) == 0, "load: %s", err);
     CHECK(strcmp(c.cluster_name, "demo") == 0, "cluster_name");
     CHECK(strcmp(c.listen, "0.0.0.0:7800") == 0, "listen");
+    CHECK(c.advertise && strcmp(c.advertise, "10.0.0.1:7800") == 0, "advertise");
     CHECK(c.http && strcmp(c.http, "127.0.0.1:7801") == 0, "http");
     CHECK(c.inflight_ttl_ms == 90000, "inflight_ttl %" PRIu64, c.inflight_ttl_ms);
     CHECK(c.heartbeat_interval_ms == 100, "heartbeat_interval %" PRIu64,
@@ -660,6 +662,70 @@ static void test_master(void)
           "validate listen: %s", err);
     master_config_free(&c);
     master_config_free(NULL);
+}
+
+/* advertise: optional, never a wildcard, required with a wildcard listen. */
+static void test_master_advertise(void)
+{
+    char err[512];
+    master_config c;
+    master_config_init(&c);
+    CHECK(c.advertise == NULL, "no advertise by default");
+    static const char *const wildcards[] = {"0.0.0.0:0", "[::]:7700"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(master_config_set(&c, "listen", wildcards[i], err, sizeof err) == 0, "%s", err);
+        CHECK(master_config_validate(&c, err, sizeof err) == -1 && contains(err, "--advertise") &&
+                  contains(err, wildcards[i]),
+              "a wildcard listen without advertise names --advertise: %s", err);
+        CHECK(master_config_set(&c, "advertise", "127.0.0.1:0", err, sizeof err) == 0, "%s", err);
+        CHECK(master_config_validate(&c, err, sizeof err) == 0, "with advertise: %s", err);
+        CHECK(master_config_set(&c, "advertise", "null", err, sizeof err) == 0, "%s", err);
+    }
+    CHECK(master_config_set(&c, "listen", "[::1]:0", err, sizeof err) == 0, "%s", err);
+    CHECK(master_config_validate(&c, err, sizeof err) == 0, "a literal listen: %s", err);
+    CHECK(master_config_set(&c, "listen", "localhost:0", err, sizeof err) == 0, "%s", err);
+    CHECK(master_config_validate(&c, err, sizeof err) == 0, "a named listen: %s", err);
+    CHECK(master_config_set(&c, "advertise", "[::]:1", err, sizeof err) == 0, "%s", err);
+    CHECK(master_config_validate(&c, err, sizeof err) == -1 && contains(err, "advertise:") &&
+              contains(err, "wildcard"),
+          "a wildcard advertise is refused: %s", err);
+    CHECK(master_config_set(&c, "advertise", "nohost", err, sizeof err) == -1 &&
+              contains(err, "advertise") && strcmp(c.advertise, "[::]:1") == 0,
+          "a bad advertise names the key and changes nothing: %s", err);
+    master_config_free(&c);
+    EXPECT_MASTER_ERR("listen: 0.0.0.0:7700\n", "--advertise");
+    EXPECT_MASTER_ERR("listen: 0.0.0.0:7700\nadvertise: 0.0.0.0:7700\n", "advertise:");
+    EXPECT_MASTER_ERR("advertise: x\n", "advertise: invalid host:port");
+}
+
+/* data_advertise: optional, HOST:PORT like data_listen, never a wildcard. */
+static void test_owner_data_advertise(void)
+{
+    char err[512];
+    owner_config c;
+    owner_config_init(&c);
+    CHECK(c.data_advertise == NULL, "no data_advertise by default");
+    CHECK(owner_config_set(&c, "data-advertise", "[fd00::2]:0", err, sizeof err) == 0, "flag: %s",
+          err);
+    CHECK(strcmp(c.data_advertise, "[fd00::2]:0") == 0, "data_advertise flag '%s'",
+          c.data_advertise);
+    CHECK(owner_config_set(&c, "data_advertise", "h:70000", err, sizeof err) == -1 &&
+              contains(err, "data_advertise") && strcmp(c.data_advertise, "[fd00::2]:0") == 0,
+          "a bad flag names the key and changes nothing: %s", err);
+    CHECK(owner_config_set(&c, "data_advertise", "null", err, sizeof err) == 0 &&
+              c.data_advertise == NULL,
+          "null clears it: %s", err);
+    owner_config_free(&c);
+
+    EXPECT_OWNER_OK(OWNER_BASE "data_advertise: node7.example:7710\n");
+    EXPECT_OWNER_OK(OWNER_BASE "data_advertise: 10.0.0.5:0\n");
+    EXPECT_OWNER_OK(OWNER_BASE "data_listen: 0.0.0.0:0\ndata_advertise: '[fd00::2]:7710'\n");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_advertise: 10.0.0.5\n", "data_advertise: invalid host:port");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_advertise: ''\n", "data_advertise: must not be empty");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_advertise: 0.0.0.0:7710\n",
+                     "data_advertise: '0.0.0.0:7710' is a wildcard");
+    EXPECT_OWNER_ERR(OWNER_BASE "data_advertise: '[::]:7710'\n",
+                     "data_advertise: '[::]:7710' is a wildcard");
 }
 
 static void test_owner_data_listen(void)
@@ -903,9 +969,11 @@ int main(void)
     test_owner_errors();
     test_owner_flags();
     test_owner_data_listen();
+    test_owner_data_advertise();
     test_master();
     test_master_heartbeat();
     test_master_placement();
+    test_master_advertise();
     test_hostport();
     cleanup();
     return test_finish();

@@ -11,7 +11,10 @@
  * garbage, truncated or oversized headers, requests before HELLO, half a
  * WRITE, or never hang up after a refusal (the engine goes on serving), a
  * peer that closes mid-transfer, timeouts against a socket that never
- * answers, and an orderly close that leaves no handle behind.
+ * answers, peers dialled by name (an asynchronous lookup) and over IPv6
+ * ([::1], when the machine has it), a name that does not resolve, a peer
+ * forgotten while its name is looked up, and an orderly close that leaves no
+ * handle behind.
  */
 #include "owner/dataplane/dataplane.h"
 #include "owner/dataplane/dp_frame.h"
@@ -48,7 +51,7 @@ typedef struct node {
     uint64_t seed;
     uint32_t id;
     uint64_t tomb;
-    char addr[64];
+    char addr[80];
 } node;
 
 static uint64_t pat_word(uint64_t seed, uint64_t w)
@@ -112,7 +115,7 @@ static void restore(node *n, uint64_t off, uint64_t len)
 /* ---- membership the engines check ----------------------------------------------- */
 
 static const struct { uint32_t id; uint64_t tomb; } members[] = {
-    {1, 11}, {2, 22}, {3, 33}, {4, 44},
+    {1, 11}, {2, 22}, {3, 33}, {4, 44}, {5, 55}, {6, 66},
 };
 
 static bool member_check(void *ud, uint32_t node_id, uint64_t tomb_tag)
@@ -124,7 +127,18 @@ static bool member_check(void *ud, uint32_t node_id, uint64_t tomb_tag)
     return false;
 }
 
+static void node_start_on(node *n, uint32_t id, uint64_t tomb, uint64_t seed, bool identity,
+                          const char *host);
+
 static void node_start(node *n, uint32_t id, uint64_t tomb, uint64_t seed, bool identity)
+{
+    node_start_on(n, id, tomb, seed, identity, "127.0.0.1");
+}
+
+/* A node whose engine listens on host (a name, an IPv4 or an [IPv6] literal)
+ * at an ephemeral port; peers dial it as "host:port". */
+static void node_start_on(node *n, uint32_t id, uint64_t tomb, uint64_t seed, bool identity,
+                          const char *host)
 {
     memset(n, 0, sizeof *n);
     n->seg = mmap(NULL, SEG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -134,10 +148,12 @@ static void node_start(node *n, uint32_t id, uint64_t tomb, uint64_t seed, bool 
     n->seed = seed;
     fill(n->seg, seed, 0, SEG);
     int err = 0;
-    n->e = dp_engine_new(&loop, n->seg, SEG, "127.0.0.1:0", &err);
-    REQUIRE(n->e != NULL, "dp_engine_new: %d", err);
+    char listen[sizeof n->addr];
+    snprintf(listen, sizeof listen, "%s:0", host);
+    n->e = dp_engine_new(&loop, n->seg, SEG, listen, &err);
+    REQUIRE(n->e != NULL, "dp_engine_new on %s: %d", listen, err);
     REQUIRE(dp_engine_port(n->e) > 0, "an ephemeral port was bound");
-    snprintf(n->addr, sizeof n->addr, "127.0.0.1:%d", dp_engine_port(n->e));
+    snprintf(n->addr, sizeof n->addr, "%s:%d", host, dp_engine_port(n->e));
     dp_engine_set_member_check(n->e, member_check, NULL);
     if (identity)
         CHECK(dp_engine_set_identity(n->e, id, tomb, TOKEN, sizeof TOKEN - 1) == 0,
@@ -342,31 +358,43 @@ static void test_codec_hello_range(void)
 
 static node A, B, C, D;
 
-static void pull_ok(uint64_t src, uint64_t tgt, uint64_t len)
+/* A pulls [src, +len) of peer's segment into its [tgt, +len), checked. */
+static void pull_ok_from(node *peer, uint64_t src, uint64_t tgt, uint64_t len)
 {
     result r;
-    int st = transfer(&A, &B, true, src, tgt, len, 10000, &r);
-    CHECK(st == 0, "pull of %llu bytes from %llu to %llu: %d %s", (unsigned long long)len,
-          (unsigned long long)src, (unsigned long long)tgt, st, r.detail);
-    CHECK(holds(A.seg, tgt, B.seed, src, len), "pulled %llu bytes arrived intact",
+    int st = transfer(&A, peer, true, src, tgt, len, 10000, &r);
+    CHECK(st == 0, "pull of %llu bytes from %llu to %llu (%s): %d %s", (unsigned long long)len,
+          (unsigned long long)src, (unsigned long long)tgt, peer->addr, st, r.detail);
+    CHECK(holds(A.seg, tgt, peer->seed, src, len), "pulled %llu bytes arrived intact",
           (unsigned long long)len);
     CHECK(intact_outside(&A, tgt, len), "pull of %llu bytes: nothing outside the target changed",
           (unsigned long long)len);
-    CHECK(holds(B.seg, src, B.seed, src, len), "the source is unchanged");
+    CHECK(holds(peer->seg, src, peer->seed, src, len), "the source is unchanged");
     restore(&A, tgt, len);
+}
+
+/* A pushes its [src, +len) into peer's [tgt, +len), checked. */
+static void push_ok_to(node *peer, uint64_t src, uint64_t tgt, uint64_t len)
+{
+    result r;
+    int st = transfer(&A, peer, false, src, tgt, len, 10000, &r);
+    CHECK(st == 0, "push of %llu bytes from %llu to %llu (%s): %d %s", (unsigned long long)len,
+          (unsigned long long)src, (unsigned long long)tgt, peer->addr, st, r.detail);
+    CHECK(holds(peer->seg, tgt, A.seed, src, len), "pushed %llu bytes arrived intact",
+          (unsigned long long)len);
+    CHECK(intact_outside(peer, tgt, len),
+          "push of %llu bytes: nothing outside the target changed", (unsigned long long)len);
+    restore(peer, tgt, len);
+}
+
+static void pull_ok(uint64_t src, uint64_t tgt, uint64_t len)
+{
+    pull_ok_from(&B, src, tgt, len);
 }
 
 static void push_ok(uint64_t src, uint64_t tgt, uint64_t len)
 {
-    result r;
-    int st = transfer(&A, &B, false, src, tgt, len, 10000, &r);
-    CHECK(st == 0, "push of %llu bytes from %llu to %llu: %d %s", (unsigned long long)len,
-          (unsigned long long)src, (unsigned long long)tgt, st, r.detail);
-    CHECK(holds(B.seg, tgt, A.seed, src, len), "pushed %llu bytes arrived intact",
-          (unsigned long long)len);
-    CHECK(intact_outside(&B, tgt, len), "push of %llu bytes: nothing outside the target changed",
-          (unsigned long long)len);
-    restore(&B, tgt, len);
+    push_ok_to(&B, src, tgt, len);
 }
 
 static void test_sizes(void)
@@ -920,6 +948,43 @@ static void test_timeouts(void)
           "a peer that is not listening fails with FX_ECONN (%d %s)", st, r[0].detail);
 }
 
+/* ---- addresses: names and IPv6 ------------------------------------------------------- */
+
+/* A peer listening on "localhost" is dialled by name (an asynchronous lookup
+ * before the connect), one on "[::1]" over IPv6; a name that does not
+ * resolve fails the transfer, and a peer forgotten while its name is looked
+ * up fails its transfer at once (the engine still closes cleanly at the end). */
+static void test_addresses(node *named, node *v6)
+{
+    pull_ok_from(named, 4099, 8 * MIB + 5, MIB + 3);
+    push_ok_to(named, 77, 3 * MIB, 2 * MIB + 1);
+    if (v6->e) {
+        CHECK(strncmp(v6->addr, "[::1]:", 6) == 0, "the IPv6 peer is dialled as %s", v6->addr);
+        pull_ok_from(v6, 12345, 9 * MIB, 3 * MIB + 7);
+        push_ok_to(v6, 5, 11 * MIB + 1, MIB);
+    } else {
+        printf("no IPv6 loopback here: no transfer over [::1]\n");
+    }
+
+    node nowhere = {.id = 5};
+    snprintf(nowhere.addr, sizeof nowhere.addr, "nosuch.invalid:1");
+    result r;
+    int st = transfer(&A, &nowhere, true, 0, 0, 10, 5000, &r);
+    CHECK(st == FX_ECONN && strstr(r.detail, "resolve") && strstr(r.detail, "nosuch.invalid"),
+          "a name that does not resolve fails with FX_ECONN naming it (%d %s)", st, r.detail);
+
+    /* A fresh connection (the peer's others are gone with forget_peer). */
+    dp_engine_forget_peer(A.e, named->id);
+    memset(&r, 0, sizeof r);
+    CHECK(dp_transfer(A.e, named->id, named->addr, true, 0, 0, MIB, 5000, on_done, &r) == 0,
+          "a transfer to %s starts", named->addr);
+    uv_run(&loop, UV_RUN_NOWAIT); /* starts it: the name is being looked up */
+    dp_engine_forget_peer(A.e, named->id);
+    CHECK(run_until(is_done, &r, WAIT_MS) && r.calls == 1 && r.status == FX_ECONN,
+          "forgotten while connecting: FX_ECONN (%d calls, %d %s)", r.calls, r.status, r.detail);
+    CHECK(intact_outside(&A, 0, 0), "nothing was written");
+}
+
 /* ---- main ------------------------------------------------------------------------------------------ */
 
 static bool loop_idle(void *arg)
@@ -960,6 +1025,11 @@ int main(void)
     test_raw_clients();
     test_peer_closes();
     test_timeouts();
+    node E, F = {0};
+    node_start_on(&E, 5, 55, 0xE1E, true, "localhost");
+    if (test_ipv6_loopback())
+        node_start_on(&F, 6, 66, 0xF00, true, "[::1]");
+    test_addresses(&E, &F);
 
     /* Orderly close: every handle goes, the loop ends by itself. */
     dp_engine_close(A.e);
@@ -968,6 +1038,10 @@ int main(void)
     dp_engine_free(A.e);
     dp_engine_free(B.e);
     dp_engine_free(C.e);
+    dp_engine_close(E.e);
+    dp_engine_free(E.e);
+    dp_engine_close(F.e);
+    dp_engine_free(F.e);
     uv_close((uv_handle_t *)&watchdog, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK(loop_idle(NULL), "no handle left after close");
@@ -976,5 +1050,8 @@ int main(void)
     munmap(B.seg, SEG);
     munmap(C.seg, SEG);
     munmap(D.seg, SEG);
+    munmap(E.seg, SEG);
+    if (F.seg)
+        munmap(F.seg, SEG);
     return test_finish();
 }

@@ -33,7 +33,7 @@ const char *cluster_bin(const char *name)
     return path;
 }
 
-static pid_t spawn(char *const argv[], const char *log)
+pid_t cluster_spawn(char *const argv[], const char *log)
 {
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -52,6 +52,26 @@ static pid_t spawn(char *const argv[], const char *log)
         dup2(devnull, 0);
     execv(argv[0], argv);
     _exit(127);
+}
+
+int cluster_node_ids(fx_client *c, uint32_t *node_of, int n)
+{
+    fx_owner_stat st[2 * TEST_CLUSTER_MAX_OWNERS];
+    size_t got = 0;
+    memset(node_of, 0, (size_t)n * sizeof *node_of);
+    if (fx_stat(c, st, 2 * TEST_CLUSTER_MAX_OWNERS, &got) != 0)
+        return -1;
+    for (size_t i = 0; i < got && i < 2 * TEST_CLUSTER_MAX_OWNERS; i++)
+        for (int o = 0; o < n; o++) {
+            char name[16];
+            snprintf(name, sizeof name, "owner%d", o);
+            if (strcmp(st[i].name, name) == 0)
+                node_of[o] = st[i].node_id;
+        }
+    for (int o = 0; o < n; o++)
+        if (!node_of[o])
+            return -1;
+    return 0;
 }
 
 void cluster_print_log_tail(const char *path)
@@ -98,6 +118,47 @@ static int wait_exit(pid_t pid, int timeout_ms, int *status)
     return -1;
 }
 
+int cluster_run(char *const argv[], const char *log, int timeout_ms)
+{
+    pid_t pid = cluster_spawn(argv, log);
+    if (pid < 0)
+        return -1;
+    int st = 0;
+    if (wait_exit(pid, timeout_ms, &st) < 0) {
+        fprintf(stderr, "cluster: %s did not end within %d ms; killing\n", argv[0], timeout_ms);
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return -1;
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int cluster_wait_port_file(const char *path, pid_t pid, char *addr, size_t cap, int timeout_ms)
+{
+    addr[0] = 0;
+    for (int waited = 0; waited < timeout_ms; waited += 10) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(addr, (int)cap, f))
+                addr[0] = 0;
+            fclose(f);
+            /* The master writes "HOST:PORT\n"; a read before the newline is
+             * a partial line: try again. */
+            if (strchr(addr, '\n')) {
+                addr[strcspn(addr, "\n")] = 0;
+                return 0;
+            }
+            addr[0] = 0;
+        }
+        siginfo_t si = {0}; /* looked at, not reaped: the caller still stops it */
+        if (pid > 0 && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            si.si_pid == pid)
+            return -1;
+        sleep_ms(10);
+    }
+    return -1;
+}
+
 /* owner_pid mirrors owner_pids[0] for the tests written for one owner. */
 static void set_owner_pid(test_cluster *tc, int i, pid_t pid)
 {
@@ -116,10 +177,12 @@ static int write_owner_yaml(const test_cluster *tc, int i, char *path, size_t ca
     }
     fprintf(f,
             "cluster_name: test\n"
-            "master: %s\n"
+            "master: '%s'\n"
             "node_name: owner%d\n"
-            "data_listen: 127.0.0.1:0\n",
-            tc->master_addr, i);
+            "data_listen: '%s'\n",
+            tc->owner_master[i], i, tc->data_listen[i]);
+    if (tc->data_advertise[i][0])
+        fprintf(f, "data_advertise: '%s'\n", tc->data_advertise[i]);
     if (tc->secret_file[0])
         fprintf(f, "cluster_secret_file: %s\n", tc->secret_file);
     fprintf(f,
@@ -150,7 +213,7 @@ static int spawn_owner(test_cluster *tc, int i)
     snprintf(log, sizeof log, "%s/owner%d.log", tc->dir, i);
     snprintf(obin, sizeof obin, "%s", cluster_bin("fluxon-owner"));
     char *oargv[] = {obin, "--config", yaml, NULL};
-    pid_t pid = spawn(oargv, log);
+    pid_t pid = cluster_spawn(oargv, log);
     if (pid < 0) {
         fprintf(stderr, "cluster: cannot fork owner%d: %s\n", i, strerror(errno));
         return -1;
@@ -222,22 +285,44 @@ int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const
 static void cluster_abandon(void *arg);
 
 static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
-                         const char *const *master_args);
+                         const cluster_addrs *addrs, const char *const *master_args);
 
 int cluster_start_n(test_cluster *tc, int n_owners, uint64_t memory_size,
                     const char *const *master_args)
 {
-    return start_cluster(tc, n_owners, memory_size, 0, master_args);
+    return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args);
 }
 
 int cluster_start_ssd(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
                       const char *const *master_args)
 {
-    return start_cluster(tc, n_owners, memory_size, ssd_size, master_args);
+    return start_cluster(tc, n_owners, memory_size, ssd_size, NULL, master_args);
+}
+
+int cluster_start_addrs(test_cluster *tc, int n_owners, uint64_t memory_size,
+                        const cluster_addrs *addrs, const char *const *master_args)
+{
+    return start_cluster(tc, n_owners, memory_size, 0, addrs, master_args);
+}
+
+/* Owner i's master, data_listen and data_advertise, from addrs or the
+ * defaults, once the master's port file was read. */
+static void set_owner_addrs(test_cluster *tc, int i, const cluster_addrs *addrs)
+{
+    const char *host = addrs ? addrs->master_host[i] : NULL;
+    const char *port = strrchr(tc->master_addr, ':');
+    if (host && port)
+        snprintf(tc->owner_master[i], sizeof tc->owner_master[i], "%s%s", host, port);
+    else
+        snprintf(tc->owner_master[i], sizeof tc->owner_master[i], "%s", tc->master_addr);
+    const char *dl = addrs && addrs->data_listen[i] ? addrs->data_listen[i] : "127.0.0.1:0";
+    snprintf(tc->data_listen[i], sizeof tc->data_listen[i], "%s", dl);
+    const char *da = addrs && addrs->data_advertise[i] ? addrs->data_advertise[i] : "";
+    snprintf(tc->data_advertise[i], sizeof tc->data_advertise[i], "%s", da);
 }
 
 static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
-                         const char *const *master_args)
+                         const cluster_addrs *addrs, const char *const *master_args)
 {
     memset(tc, 0, sizeof *tc);
     tc->ssd_size = ssd_size;
@@ -265,7 +350,8 @@ static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, u
     snprintf(log, sizeof log, "%s/master.log", tc->dir);
     char mbin[512];
     snprintf(mbin, sizeof mbin, "%s", cluster_bin("fluxon-master"));
-    char *margv[24] = {mbin, "--listen", "127.0.0.1:0", "--port-file", port_file,
+    char *listen = (char *)(addrs && addrs->master_listen ? addrs->master_listen : "127.0.0.1:0");
+    char *margv[24] = {mbin, "--listen", listen, "--port-file", port_file,
                        "--cluster-name", "test", NULL};
     int n_margs = 7;
     /* FX_CLUSTER_SECRET=1: an authenticated cluster, as fluxon up makes. */
@@ -281,26 +367,14 @@ static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, u
     }
     for (int i = 0; master_args && master_args[i] && n_margs < 23; i++)
         margv[n_margs++] = (char *)master_args[i];
-    tc->master_pid = spawn(margv, log);
-    for (int i = 0; i < 1000 && !tc->master_addr[0]; i++) {
-        FILE *f = fopen(port_file, "r");
-        if (f) {
-            if (!fgets(tc->master_addr, sizeof tc->master_addr, f))
-                tc->master_addr[0] = 0;
-            /* The master writes "HOST:PORT\n"; a read before the newline is
-             * a partial line: try again. */
-            if (!strchr(tc->master_addr, '\n'))
-                tc->master_addr[0] = 0;
-            tc->master_addr[strcspn(tc->master_addr, "\n")] = 0;
-            fclose(f);
-        }
-        if (!tc->master_addr[0])
-            sleep_ms(10);
-    }
-    if (!tc->master_addr[0]) {
+    tc->master_pid = cluster_spawn(margv, log);
+    if (cluster_wait_port_file(port_file, tc->master_pid, tc->master_addr,
+                               sizeof tc->master_addr, 10000) < 0) {
         fprintf(stderr, "cluster: the master did not start\n");
         goto fail;
     }
+    for (int i = 0; i < n_owners; i++)
+        set_owner_addrs(tc, i, addrs);
     for (int i = 0; i < n_owners; i++)
         if (spawn_owner(tc, i) < 0)
             goto fail;

@@ -19,12 +19,25 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "fluxon/fluxon.h"
+
 #define TEST_CLUSTER_MAX_OWNERS 8
+
+/* Where a cluster listens and how its members reach each other
+ * (cluster_start_addrs). A NULL field keeps the default: the master on
+ * 127.0.0.1:0, an owner's data plane on 127.0.0.1:0 with no data_advertise,
+ * an owner dialling the address of the master's port file. */
+typedef struct cluster_addrs {
+    const char *master_listen;                            /* --listen */
+    const char *master_host[TEST_CLUSTER_MAX_OWNERS];     /* dialled with the port file's port */
+    const char *data_listen[TEST_CLUSTER_MAX_OWNERS];
+    const char *data_advertise[TEST_CLUSTER_MAX_OWNERS];
+} cluster_addrs;
 
 typedef struct test_cluster {
     char dir[256];
     char socket[320]; /* owner 0's client socket (= sockets[0]) */
-    char master_addr[64];
+    char master_addr[300]; /* what the master's port file says */
     pid_t master_pid;
     pid_t owner_pid; /* owner 0 (= owner_pids[0]); 0 while it is killed */
     int n_owners;
@@ -34,6 +47,10 @@ typedef struct test_cluster {
     uint64_t memory_size; /* each owner's segment, for restarts */
     uint64_t ssd_size;    /* each owner's SSD tier under dir/ssd<i> (0: none) */
     char secret_file[300]; /* dir/cluster.secret with FX_CLUSTER_SECRET=1, else "" */
+    /* Owner i's YAML: master, data_listen, data_advertise ("" leaves it out). */
+    char owner_master[TEST_CLUSTER_MAX_OWNERS][300];
+    char data_listen[TEST_CLUSTER_MAX_OWNERS][80];
+    char data_advertise[TEST_CLUSTER_MAX_OWNERS][80];
 } test_cluster;
 
 /* cluster_start_n with an SSD tier of ssd_size bytes per owner, in
@@ -52,6 +69,21 @@ int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const
  * (with the logs) to stderr, with nothing left running. */
 int cluster_start_n(test_cluster *tc, int n_owners, uint64_t memory_size,
                     const char *const *master_args);
+/* cluster_start_n with the addresses of addrs (may be NULL: the defaults). */
+int cluster_start_addrs(test_cluster *tc, int n_owners, uint64_t memory_size,
+                        const cluster_addrs *addrs, const char *const *master_args);
+/* Runs argv (argv[0] a path, output to log) to its end, up to timeout_ms.
+ * Returns its exit status, or -1 when it died by a signal or did not end in
+ * time (it is then killed and reaped). */
+int cluster_run(char *const argv[], const char *log, int timeout_ms);
+/* Starts argv (output to log) in the background; it dies with this thread.
+ * Returns its pid or -1. */
+pid_t cluster_spawn(char *const argv[], const char *log);
+/* Waits up to timeout_ms for a master's port file to hold a whole line and
+ * copies it, without the newline, into addr. Returns 0, or -1 when the time
+ * ran out or pid (when > 0) exited first (it is left to be reaped). */
+int cluster_wait_port_file(const char *path, pid_t pid, char *addr, size_t cap, int timeout_ms);
+
 /* Sends SIGKILL to owner i and reaps it; no clean exit is expected, and
  * cluster_stop() does not count it as a failure. Returns 0, or -1 when i is
  * out of range or the owner is not running. */
@@ -67,6 +99,10 @@ int cluster_restart_owner(test_cluster *tc, int i);
  * cluster_kill_owner() and not restarted are not counted), else -1 (and
  * prints their logs). */
 int cluster_stop(test_cluster *tc);
+/* The node id of each of owners 0..n-1 ("owner<i>" in fx_stat) through
+ * client c, into node_of. Returns 0, or -1 when stat fails or an owner is
+ * missing (node_of[i] is then 0). */
+int cluster_node_ids(fx_client *c, uint32_t *node_of, int n);
 /* Prints the tail of the processes' logs to stderr. */
 void cluster_dump_logs(const test_cluster *tc);
 /* Prints the tail of one log file to stderr. */

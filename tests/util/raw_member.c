@@ -2,12 +2,15 @@
  * raw_member.c - a blocking test-side cluster member (see raw_member.h).
  */
 #include "raw_member.h"
+#include "raw_handshake.h"
 
+#include "common/config.h"
 #include "fluxon/fluxon.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -24,26 +27,30 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Connects to "HOST:PORT" (a name, IPv4 or [IPv6]) at the first address
+ * getaddrinfo gives, as the daemons do. Returns the socket or -1. */
 static int tcp_connect(const char *addr)
 {
-    char host[128];
-    const char *colon = strrchr(addr, ':');
-    if (!colon || (size_t)(colon - addr) >= sizeof host)
+    char host[256], port_text[8];
+    int port;
+    if (config_parse_hostport(addr, host, sizeof host, &port) < 0)
         return -1;
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = 0;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+    snprintf(port_text, sizeof port_text, "%d", port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_ADDRCONFIG},
+                    *res = NULL;
+    if (getaddrinfo(host, port_text, &hints, &res) != 0)
         return -1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        close(fd);
-        return -1;
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
+            close(fd);
+            fd = -1;
+        }
     }
+    freeaddrinfo(res);
     return fd;
 }
 
@@ -144,10 +151,21 @@ void raw_member_poll(raw_member *rm, int ms)
 int raw_member_register(raw_member *rm, const char *master_addr, const char *cluster_name,
                         const char *name, uint64_t segment_size)
 {
+    return raw_member_register_secret(rm, master_addr, cluster_name, name, segment_size, NULL);
+}
+
+int raw_member_register_secret(raw_member *rm, const char *master_addr, const char *cluster_name,
+                               const char *name, uint64_t segment_size, const char *secret_file)
+{
     memset(rm, 0, sizeof *rm);
     rm->fd = tcp_connect(master_addr);
     if (rm->fd < 0) {
         fprintf(stderr, "raw_member: cannot connect to %s\n", master_addr);
+        return -1;
+    }
+    if (secret_file && secret_file[0] && raw_handshake_file(rm->fd, secret_file, name) < 0) {
+        close(rm->fd);
+        rm->fd = -1;
         return -1;
     }
     Fx__RegisterReq req = FX__REGISTER_REQ__INIT;

@@ -27,10 +27,15 @@ typedef struct raw_member {
     Fx__MemberTableReq *members; /* the last table pushed, or NULL */
 } raw_member;
 
-/* Connects to master_addr ("host:port") and registers with a segment of
- * segment_size bytes. Returns 0 or -1 (after printing why). */
+/* Connects to master_addr ("HOST:PORT": a name, IPv4 or [IPv6]) and
+ * registers with a segment of segment_size bytes. Returns 0 or -1 (after
+ * printing why). */
 int raw_member_register(raw_member *rm, const char *master_addr, const char *cluster_name,
                         const char *name, uint64_t segment_size);
+/* The same through the cluster's handshake first when secret_file is
+ * neither NULL nor "" (a cluster started with FX_CLUSTER_SECRET=1). */
+int raw_member_register_secret(raw_member *rm, const char *master_addr, const char *cluster_name,
+                               const char *name, uint64_t segment_size, const char *secret_file);
 /* Sends a request and waits up to timeout_ms for its response; NULL on a
  * transport failure. Free the result with msg_free. */
 ProtobufCMessage *raw_member_call(raw_member *rm, uint16_t type, const ProtobufCMessage *req,

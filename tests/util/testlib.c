@@ -1,14 +1,16 @@
 /* testlib.c - failure reporting, the closing summary line of a test program,
- * and the cleanups that run at exit. */
+ * the cleanups that run at exit, and whether the machine has IPv6 loopback. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "testlib.h"
 
 #include <errno.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 int test_checks_passed;
@@ -122,4 +124,15 @@ int test_remove_dir(const char *dir)
     bool failed = remove_failed;
     pthread_mutex_unlock(&cleanup_lock);
     return failed ? -1 : 0;
+}
+
+int test_ipv6_loopback(void)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
 }

@@ -54,6 +54,10 @@ void test_at_exit_cancel(void (*fn)(void *arg), void *arg);
  * kept for a look and the path is printed instead. */
 int test_remove_dir(const char *dir);
 
+/* True when this machine can bind a socket to the IPv6 loopback [::1] (tests
+ * over IPv6 skip what needs it otherwise). */
+int test_ipv6_loopback(void);
+
 /* Deterministic xorshift64* generator for tests and benchmarks. */
 static inline unsigned long long test_rand(unsigned long long *s)
 {

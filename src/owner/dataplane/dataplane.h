@@ -67,16 +67,20 @@ typedef struct dp_stats {
     uint64_t request_writes;    /* writes that carried them (several per write when batched) */
 } dp_stats;
 
-/* Listens on "host:port" (IPv4; port 0 = ephemeral) for peers; [seg_base,
+/* Listens on "HOST:PORT" (a name, looked up blocking the thread, an IPv4 or
+ * an [IPv6] literal; "[::]" takes IPv4 too; port 0 = ephemeral) for peers; [seg_base,
  * +seg_size) is this owner's segment, which must outlive the engine. Returns
  * the engine (the caller frees it with dp_engine_close() + dp_engine_free()),
- * or NULL with a negative errno in *err (-EINVAL for a malformed address, or
- * the bind/listen error, e.g. UV_EADDRINUSE). After a failure the handles it
+ * or NULL with a negative errno in *err (-EINVAL for a malformed address, a
+ * UV_EAI_* code for a name that does not resolve, or the bind/listen error,
+ * e.g. UV_EADDRINUSE). After a failure the handles it
  * opened still close, and their memory goes, on the next run of the loop. */
 dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
                          const char *listen_addr, int *err);
 /* The bound TCP port, or -1. */
 int dp_engine_port(const dp_engine *e);
+/* The bound address (the port included). Returns 0 or a libuv error. */
+int dp_engine_address(const dp_engine *e, struct sockaddr_storage *out);
 
 /* Our identity for outbound hellos and the token inbound peers must present
  * (given by the master at Register; the token is copied). Until it is set,
@@ -91,7 +95,8 @@ int dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag,
 void dp_engine_set_member_check(dp_engine *e, dp_member_check_fn fn, void *ud);
 
 /* Starts a transfer with peer_node, whose data plane listens on peer_addr
- * ("host:port").
+ * ("HOST:PORT": a literal is dialled at once, a name is looked up on libuv's
+ * thread pool first; a lookup that fails fails the transfer with FX_ECONN).
  *   peer_is_source (pull): peer's [src_offset, +len) -> our [target_offset, +len)
  *   !peer_is_source (push): our [src_offset, +len) -> peer's [target_offset, +len)
  * Our range is checked against our segment here, the peer's by the peer.

@@ -30,17 +30,21 @@
  */
 #include "owner/dataplane/dp_internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/hashtable.h"
 #include "common/log.h"
 #include "fluxon/fluxon.h"
+#include "net/addr.h"
 
-#define DP_ADDR_MAX 64
-#define DP_DETAIL_LEN 512
+/* A peer's "HOST:PORT": a name of up to 255 bytes, brackets, port, NUL. */
+#define DP_ADDR_MAX 264
+#define DP_DETAIL_LEN 1024 /* room for a peer named by a long host name */
 
 enum cstate { C_CONNECTING, C_HELLO, C_READY };
 enum crx { CRX_HDR, CRX_PAYLOAD, CRX_DETAIL };
@@ -92,12 +96,15 @@ typedef struct dp_peer {
 } dp_peer;
 
 typedef struct dp_cconn {
-    uv_tcp_t tcp;
+    uv_tcp_t tcp; /* initialized once the address is known (has_tcp) */
     uv_connect_t connect;
+    addr_lookup lookup; /* the peer's name, while resolving */
+    bool resolving;
+    bool has_tcp;
     uv_write_t hello_req;
     dp_engine *e;
     dp_peer *peer; /* NULL once closing */
-    char name[DP_ADDR_MAX + 32]; /* "peer 3 (127.0.0.1:5555)" */
+    char name[DP_ADDR_MAX + 32]; /* "peer 3 (127.0.0.1:5555)", "peer 3 ([::1]:5555)" */
     enum cstate state;
     bool closing;
     dp_xfer *xfers; /* started on this connection, not finished */
@@ -189,7 +196,10 @@ static void cconn_close(dp_cconn *c, dp_xfer *culprit, int cstatus, const char *
         return;
     c->closing = true;
     peer_detach(c);
-    uv_close((uv_handle_t *)&c->tcp, on_cconn_closed);
+    if (c->has_tcp)
+        uv_close((uv_handle_t *)&c->tcp, on_cconn_closed);
+    else if (c->resolving)
+        addr_lookup_cancel(&c->lookup); /* its callback releases c */
     if (culprit)
         xfer_finish(culprit, cstatus, cdetail);
     while (c->xfers)
@@ -254,12 +264,56 @@ static void on_connected(uv_connect_t *req, int status)
     send_hello(c);
 }
 
-/* Opens a connection to p into slot. Returns NULL with the reason in err;
- * p is then freed if it has no other connection. */
+/* Creates c's socket, of sa's family, and starts connecting. Returns 0, or a
+ * libuv error; c->has_tcp says whether the handle exists (then closing c
+ * closes it). */
+static int cconn_connect(dp_cconn *c, const struct sockaddr *sa)
+{
+    int r = uv_tcp_init_ex(c->e->loop, &c->tcp, sa->sa_family);
+    if (r < 0)
+        return r;
+    c->has_tcp = true;
+    c->tcp.data = c;
+    dp_tune_socket(&c->tcp); /* before the SYN: the buffers fix the window scale */
+    c->connect.data = c;
+    return uv_tcp_connect(&c->connect, &c->tcp, sa, on_connected);
+}
+
+/* A closed connection that never got a socket (and is not looked up any
+ * more) has no close callback to come: its memory goes here. */
+static void cconn_release_if_handleless(dp_cconn *c)
+{
+    if (c->closing && !c->has_tcp && !c->resolving) {
+        dp_engine *e = c->e;
+        free(c);
+        dp_engine_handle_closed(e);
+    }
+}
+
+static void on_peer_resolved(addr_lookup *lk, int status, const struct sockaddr *sa)
+{
+    dp_cconn *c = lk->data;
+    c->resolving = false;
+    if (!c->closing) {
+        int r = status < 0 ? status : cconn_connect(c, sa);
+        if (r < 0)
+            cconn_fail(c, FX_ECONN, "cannot %s %s: %s", status < 0 ? "resolve" : "connect to",
+                       c->name, uv_strerror(r));
+    }
+    cconn_release_if_handleless(c);
+}
+
+/* Opens a connection to p into slot: at once to a numeric address, after an
+ * asynchronous lookup to a name (transfers wait on it as on a connect).
+ * Returns NULL with the reason in err; p is then freed if it has no other
+ * connection. */
 static dp_cconn *cconn_open(dp_engine *e, dp_peer *p, int slot, char *err, size_t errlen)
 {
-    struct sockaddr_in sa;
-    dp_parse_addr(p->addr, &sa); /* checked by dp_transfer() */
+    char host[DP_ADDR_MAX];
+    int port;
+    struct sockaddr_storage sa;
+    config_parse_hostport(p->addr, host, sizeof host, &port); /* checked by dp_transfer() */
+    int numeric = addr_from_numeric(host, port, &sa);
     dp_cconn *c = calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, errlen, "out of memory connecting to peer %u", p->node);
@@ -268,24 +322,22 @@ static dp_cconn *cconn_open(dp_engine *e, dp_peer *p, int slot, char *err, size_
     }
     c->e = e;
     snprintf(c->name, sizeof c->name, "peer %u (%s)", p->node, p->addr);
-    int r = uv_tcp_init_ex(e->loop, &c->tcp, AF_INET);
-    if (r < 0) {
-        snprintf(err, errlen, "cannot connect to %s: %s", c->name, uv_strerror(r));
-        free(c);
-        peer_drop_if_empty(e, p);
-        return NULL;
-    }
-    c->tcp.data = c;
-    e->handles++;
+    e->handles++; /* the lookup, then the socket */
     e->stats.conns_opened++;
     c->peer = p;
     p->conns[slot] = c;
-    dp_tune_socket(&c->tcp);
-    c->connect.data = c;
-    r = uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)&sa, on_connected);
+    int r;
+    if (numeric == -EAGAIN) {
+        c->lookup.data = c;
+        r = addr_lookup_start(e->loop, &c->lookup, host, port, on_peer_resolved);
+        c->resolving = r == 0;
+    } else {
+        r = numeric < 0 ? numeric : cconn_connect(c, (struct sockaddr *)&sa);
+    }
     if (r < 0) {
         snprintf(err, errlen, "cannot connect to %s: %s", c->name, uv_strerror(r));
         cconn_close(c, NULL, 0, NULL, FX_ECONN, err);
+        cconn_release_if_handleless(c);
         return NULL;
     }
     return c;
@@ -588,9 +640,8 @@ int dp_transfer(dp_engine *e, uint32_t peer_node, const char *peer_addr, bool pe
                 uint64_t src_offset, uint64_t target_offset, uint64_t len, uint32_t timeout_ms,
                 dp_done_fn cb, void *ud)
 {
-    struct sockaddr_in sa;
     if (!e || !cb || !peer_addr || strlen(peer_addr) >= DP_ADDR_MAX ||
-        dp_parse_addr(peer_addr, &sa) < 0)
+        config_parse_hostport(peer_addr, NULL, 0, NULL) < 0)
         return FX_EINVAL;
     if (e->closing)
         return FX_ECONN;

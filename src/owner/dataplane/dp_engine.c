@@ -14,29 +14,9 @@
 
 #include "common/log.h"
 #include "fluxon/fluxon.h"
+#include "net/addr.h"
 
 /* ---- helpers shared with the two sides --------------------------------------- */
-
-int dp_parse_addr(const char *addr, struct sockaddr_in *out)
-{
-    char host[64];
-    const char *colon = addr ? strrchr(addr, ':') : NULL;
-    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host || !colon[1])
-        return -EINVAL;
-    long port = 0;
-    for (const char *p = colon + 1; *p; p++) {
-        if (*p < '0' || *p > '9' || port > 65535)
-            return -EINVAL;
-        port = port * 10 + (*p - '0');
-    }
-    if (port > 65535)
-        return -EINVAL;
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = 0;
-    if (strcmp(host, "localhost") == 0)
-        snprintf(host, sizeof host, "127.0.0.1");
-    return uv_ip4_addr(host, (int)port, out) == 0 ? 0 : -EINVAL;
-}
 
 /* Setting SO_RCVBUF turns receive autotuning off, so the size must be large:
  * DP_SOCK_BUF matches net.core.rmem_max on these machines (DESIGN §9). */
@@ -101,9 +81,9 @@ static void on_connection(uv_stream_t *server, int status)
     dp_server_accept(e);
 }
 
-static int engine_listen(dp_engine *e, const struct sockaddr_in *sa)
+static int engine_listen(dp_engine *e, const struct sockaddr *sa)
 {
-    int r = uv_tcp_init_ex(e->loop, &e->listener, AF_INET);
+    int r = uv_tcp_init_ex(e->loop, &e->listener, sa->sa_family);
     if (r < 0)
         return r;
     e->listener.data = e;
@@ -111,7 +91,7 @@ static int engine_listen(dp_engine *e, const struct sockaddr_in *sa)
     /* Accepted sockets inherit the buffer sizes, which fixes the window
      * scale during the handshake; dp_server_accept() tunes them again. */
     dp_tune_socket(&e->listener);
-    r = uv_tcp_bind(&e->listener, (const struct sockaddr *)sa, 0);
+    r = uv_tcp_bind(&e->listener, sa, 0);
     if (r == 0)
         r = uv_listen((uv_stream_t *)&e->listener, 128, on_connection);
     return r;
@@ -120,8 +100,8 @@ static int engine_listen(dp_engine *e, const struct sockaddr_in *sa)
 dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
                          const char *listen_addr, int *err)
 {
-    struct sockaddr_in sa;
-    int r = dp_parse_addr(listen_addr, &sa);
+    struct sockaddr_storage sa;
+    int r = addr_resolve(loop, listen_addr, &sa, NULL, 0); /* at startup: may block on a name */
     if (r < 0) {
         *err = r;
         return NULL;
@@ -139,7 +119,7 @@ dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
     uv_timer_init(loop, &e->timer);
     e->timer.data = e;
     e->handles++;
-    r = engine_listen(e, &sa);
+    r = engine_listen(e, (const struct sockaddr *)&sa);
     if (r < 0) {
         *err = r;
         dp_engine_free(e); /* released once the loop closed its handles */
@@ -148,14 +128,18 @@ dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
     return e;
 }
 
+int dp_engine_address(const dp_engine *e, struct sockaddr_storage *out)
+{
+    int len = sizeof *out;
+    return uv_tcp_getsockname(&e->listener, (struct sockaddr *)out, &len);
+}
+
 int dp_engine_port(const dp_engine *e)
 {
     struct sockaddr_storage ss;
-    int len = sizeof ss;
-    if (uv_tcp_getsockname(&e->listener, (struct sockaddr *)&ss, &len) != 0 ||
-        ss.ss_family != AF_INET)
+    if (dp_engine_address(e, &ss) != 0)
         return -1;
-    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return addr_port((struct sockaddr *)&ss);
 }
 
 static bool same_identity(const dp_engine *e, uint32_t node_id, uint64_t tomb_tag,

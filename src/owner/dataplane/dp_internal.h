@@ -67,8 +67,6 @@ void dp_engine_schedule(dp_engine *e, uint64_t due);
 void dp_engine_handle_closed(dp_engine *e);
 /* TCP_NODELAY, reno, DP_SOCK_BUF buffers; failures are ignored (logged at DEBUG). */
 void dp_tune_socket(uv_tcp_t *t);
-/* Parses "a.b.c.d:port". Returns 0 or -EINVAL. */
-int dp_parse_addr(const char *addr, struct sockaddr_in *out);
 
 /* ---- dp_server.c ------------------------------------------------------------ */
 

@@ -32,6 +32,7 @@
 #include "common/hashtable.h"
 #include "common/log.h"
 #include "fluxon/fluxon.h"
+#include "net/addr.h"
 
 #define DP_SERVER_REPLIES 16
 
@@ -54,8 +55,8 @@ typedef struct dp_sconn {
     uv_shutdown_t shutdown;
     dp_engine *e;
     struct dp_sconn *prev, *next; /* e->sconns */
-    char addr[INET6_ADDRSTRLEN + 8]; /* "127.0.0.1:5555" */
-    char peer[96];                   /* for logs: addr, "node 3 at <addr>" after HELLO */
+    char addr[ADDR_TEXT_MAX]; /* "127.0.0.1:5555", "[::1]:5555" */
+    char peer[ADDR_TEXT_MAX + 32]; /* for logs: addr, "node 3 at <addr>" after HELLO */
     enum srx rx;
     uint32_t got; /* bytes of the current unit received */
     uint8_t hbuf[DP_HDR_LEN];
@@ -97,14 +98,10 @@ static void name_peer(dp_sconn *c)
 {
     struct sockaddr_storage ss;
     int len = sizeof ss;
-    char ip[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-        uv_ip4_name(in, ip, sizeof ip);
-        port = ntohs(in->sin_port);
-    }
-    snprintf(c->addr, sizeof c->addr, "%s:%d", ip, port);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+        addr_format((struct sockaddr *)&ss, c->addr, sizeof c->addr);
+    else
+        snprintf(c->addr, sizeof c->addr, "?");
     snprintf(c->peer, sizeof c->peer, "%s", c->addr);
 }
 
