@@ -217,6 +217,11 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
         return -EIO;
     }
     srandom(seed);
+    if (auth_init() < 0) {
+        FX_LOG(ERROR, "libsodium cannot start: no data-plane keys");
+        return -EIO;
+    }
+    auth_random(&m->pair_root, sizeof m->pair_root);
     int err = 0;
     m->listener = net_listen(loop, m->cfg.listen, false, &master_conn_ops, on_accept, m, &err);
     if (!m->listener) {
@@ -257,6 +262,7 @@ void master_free_state(master *m)
     prefix_index_free(m->routes.prefix);
     m->routes.prefix = NULL;
     master_leases_free(m);
+    auth_key_wipe(&m->pair_root);
 }
 
 void master_stop(master *m)
