@@ -27,6 +27,7 @@
 
 #include "owner/owner_config.h"
 #include "common/hashtable.h"
+#include "net/auth_key.h"
 #include "net/conn.h"
 #include "net/rpc.h"
 #include "owner/segment.h"
@@ -103,10 +104,15 @@ typedef struct pending_get {
     UT_hash_handle hh;
 } pending_get;
 
-/* One live member of the cluster as the master last told it (MemberTable). */
+/* One live member of the cluster as the master last told it (MemberTable),
+ * with the data-plane key this owner shares with it (none for our own entry
+ * or when the master sent none: then the data plane refuses it). The key is
+ * wiped when the table is replaced. */
 typedef struct peer_member {
     uint32_t node_id;
     uint64_t tomb_tag;
+    bool has_key;
+    auth_key pair_key;
 } peer_member;
 
 typedef struct owner {
@@ -126,7 +132,7 @@ typedef struct owner {
     struct dp_engine *dp; /* the owner-to-owner data plane */
     struct ssd_tier *ssd; /* the SSD tier (ssd_tier.h), NULL without one */
     char data_addr[300];  /* where peers reach dp, "host:port" */
-    struct peer_member *members; /* the master's member table, for dp peer checks */
+    struct peer_member *members; /* the master's member table: dp peers and their pair keys */
     size_t n_members;
     session *sessions; /* by client_id */
     uint64_t next_client_id;
@@ -149,6 +155,9 @@ int owner_master_connect(owner *o);
 void owner_stop(owner *o, int exit_code);
 /* True when node_id with incarnation tomb_tag is in the master's member table. */
 bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag);
+/* The data plane's pair-key lookup (dp_peer_key_fn, ud = the owner): true
+ * with node_id's live incarnation and the key we share with it. */
+bool owner_peer_key(void *ud, uint32_t node_id, uint64_t *tomb_tag, auth_key *key);
 
 /* holder_ack.c: released master holders, acknowledged to the master in batches */
 /* Queues a master holder id for BatchDeleteAck (out of memory: logged, and
