@@ -211,9 +211,8 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     }
     m->placement = placement_policy_for(m->cfg.placement);
     unsigned seed;
-    if (getrandom(m->data_token, sizeof m->data_token, 0) != (ssize_t)sizeof m->data_token ||
-        getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
-        FX_LOG(ERROR, "getrandom: cannot make the data-plane token: %s", strerror(errno));
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        FX_LOG(ERROR, "getrandom: cannot seed placement: %s", strerror(errno));
         return -EIO;
     }
     srandom(seed);

@@ -83,9 +83,8 @@ typedef struct dp_stats {
  * +seg_size) is this owner's segment, which must outlive the engine. Returns
  * the engine (the caller frees it with dp_engine_close() + dp_engine_free()),
  * or NULL with a negative errno in *err (-EINVAL for a malformed address, -EIO
- * when libsodium cannot start, or the bind/listen error, e.g. UV_EADDRINUSE).
- * After a failure the handles it opened still close, and their memory goes,
- * on the next run of the loop. */
+ * when libsodium cannot start, or the bind/listen error, e.g. UV_EADDRINUSE). After a failure the handles it
+ * opened still close, and their memory goes, on the next run of the loop. */
 dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
                          const char *listen_addr, int *err);
 /* The bound TCP port, or -1. */
