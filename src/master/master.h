@@ -20,13 +20,13 @@
 
 #include "master/master_config.h"
 #include "common/hashtable.h"
+#include "net/auth_key.h"
 #include "net/conn.h"
 #include "net/rpc.h"
 #include "master/allocation.h"
 #include "master/placement.h"
 #include "master/route.h"
 
-#define MASTER_DATA_TOKEN_LEN 16u
 #define MASTER_DURABLE_SLOTS 2u /* concurrent DurableReplica gets per route */
 
 typedef struct member {
@@ -85,7 +85,7 @@ typedef struct master {
     uint64_t next_holder_id;
     uint64_t last_put_ms;
     uint32_t next_put_version;
-    uint8_t data_token[MASTER_DATA_TOKEN_LEN]; /* handed to members at Register */
+    auth_key pair_root; /* random at start; every data-plane pair key derives from it (members.c) */
     const placement_policy *placement;
     bool stopping;
     uint32_t n_ssd_members; /* members.c: live members with an SSD tier (placement's SSD rule) */

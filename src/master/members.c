@@ -4,12 +4,15 @@
  * Members are hashed by node id in master.members; the table also keeps
  * n_ssd_members, the count behind placement's SSD rule, in step with what it
  * holds. The member struct itself (master.h) is created by Register and freed
- * by member-left; this file only files, finds and announces members.
+ * by member-left; this file only files, finds and announces members. The
+ * announcement carries each recipient the data-plane keys it shares with
+ * every other member (pair_key below).
  */
 #include "master/members.h"
 
 #include <stdlib.h>
 
+#include "common/le.h"
 #include "common/log.h"
 #include "fluxon/fluxon.h"
 
@@ -50,16 +53,36 @@ void master_members_remove(master *m, member *mb)
         m->n_ssd_members--;
 }
 
+/* K_AB = HMAC(pair_root, lower (node_id u32, tomb_tag u64) || higher one),
+ * little-endian: both members of a pair get the same key, and a new
+ * incarnation of either gets a new one. */
+static void pair_key(const master *m, const member *a, const member *b, auth_key *out)
+{
+    if (a->node_id > b->node_id) {
+        const member *t = a;
+        a = b;
+        b = t;
+    }
+    uint8_t info[2 * 12];
+    le_put(info, a->node_id, 4);
+    le_put(info + 4, a->tomb_tag, 8);
+    le_put(info + 12, b->node_id, 4);
+    le_put(info + 16, b->tomb_tag, 8);
+    auth_key_derive(&m->pair_root, info, sizeof info, out);
+}
+
+/* Each member's copy differs only in the pair keys: the one for member R
+ * carries K_{R,X} in the entry of every other member X. */
 void master_broadcast_members(master *m)
 {
     size_t n = HASH_COUNT(m->members);
     Fx__MemberInfo *infos = calloc(n ? n : 1, sizeof *infos);
     Fx__MemberInfo **ptrs = calloc(n ? n : 1, sizeof *ptrs);
-    if (!infos || !ptrs) {
+    member **mbs = calloc(n ? n : 1, sizeof *mbs);
+    auth_key *keys = calloc(n ? n : 1, sizeof *keys);
+    if (!infos || !ptrs || !mbs || !keys) {
         FX_LOG(ERROR, "out of memory sending the member table; owners keep the previous one");
-        free(infos);
-        free(ptrs);
-        return;
+        goto out;
     }
     size_t i = 0;
     member *mb, *tmp;
@@ -71,13 +94,28 @@ void master_broadcast_members(master *m)
         infos[i].data_addr = mb->data_addr;
         infos[i].kv_ssd_storage = mb->kv_ssd_storage;
         ptrs[i] = &infos[i];
+        mbs[i] = mb;
         i++;
     }
     Fx__MemberTableReq req = FX__MEMBER_TABLE_REQ__INIT;
     req.n_members = i;
     req.members = ptrs;
-    HASH_ITER(hh, m->members, mb, tmp)
-        net_send(mb->conn, MSG_MEMBER_TABLE, FRAME_ONEWAY, 0, &req.base);
+    for (size_t r = 0; r < i; r++) {
+        for (size_t x = 0; x < i; x++) {
+            if (x == r) {
+                infos[x].pair_key = (ProtobufCBinaryData){0};
+                continue;
+            }
+            pair_key(m, mbs[r], mbs[x], &keys[x]);
+            infos[x].pair_key = (ProtobufCBinaryData){.len = AUTH_KEY_LEN, .data = keys[x].bytes};
+        }
+        net_send(mbs[r]->conn, MSG_MEMBER_TABLE, FRAME_ONEWAY, 0, &req.base);
+    }
+out:
+    for (size_t k = 0; keys && k < n; k++)
+        auth_key_wipe(&keys[k]);
+    free(keys);
+    free(mbs);
     free(infos);
     free(ptrs);
 }

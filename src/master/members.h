@@ -31,8 +31,10 @@ void master_members_add(master *m, member *mb);
 /* Takes mb out of the table; the caller then owns and frees it. */
 void master_members_remove(master *m, member *mb);
 
-/* Sends the live member table to every member (MemberTable, one-way). An
- * out-of-memory failure is logged; owners keep the previous table. */
+/* Sends the live member table to every member (MemberTable, one-way), each
+ * its own copy carrying the data-plane pair keys it shares with the others
+ * (MemberInfo.pair_key). An out-of-memory failure is logged; owners keep the
+ * previous table. */
 void master_broadcast_members(master *m);
 
 #endif

@@ -84,7 +84,6 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
     resp.tomb_tag = mb->tomb_tag;
     resp.heartbeat_ms = m->cfg.heartbeat_interval_ms > UINT32_MAX ? UINT32_MAX
                                                                   : (uint32_t)m->cfg.heartbeat_interval_ms;
-    resp.data_token = (ProtobufCBinaryData){.len = sizeof m->data_token, .data = m->data_token};
     net_reply(c, h, &resp.base);
     master_broadcast_members(m);
     return mb;

@@ -224,12 +224,16 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     }
     m->placement = placement_policy_for(m->cfg.placement);
     unsigned seed;
-    if (getrandom(m->data_token, sizeof m->data_token, 0) != (ssize_t)sizeof m->data_token ||
-        getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
-        FX_LOG(ERROR, "getrandom: cannot make the data-plane token: %s", strerror(errno));
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        FX_LOG(ERROR, "getrandom: cannot seed placement: %s", strerror(errno));
         return -EIO;
     }
     srandom(seed);
+    if (auth_init() < 0) {
+        FX_LOG(ERROR, "libsodium cannot start: no data-plane keys");
+        return -EIO;
+    }
+    auth_random(&m->pair_root, sizeof m->pair_root);
     int err = 0;
     m->listener = net_listen(loop, m->cfg.listen, false, &master_conn_ops, on_accept, m, &err);
     if (!m->listener) {
@@ -271,6 +275,7 @@ void master_free_state(master *m)
     prefix_index_free(m->routes.prefix);
     m->routes.prefix = NULL;
     master_leases_free(m);
+    auth_key_wipe(&m->pair_root);
 }
 
 void master_stop(master *m)

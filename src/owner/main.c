@@ -43,11 +43,6 @@ static void usage(FILE *f)
 
 static uv_signal_t sig_term, sig_int;
 
-static bool member_check(void *ud, uint32_t node_id, uint64_t tomb_tag)
-{
-    return owner_is_member(ud, node_id, tomb_tag);
-}
-
 /* Starts the owner-to-owner data plane on data_listen; peers learn its
  * address from the master (Register carries it, data_address.c). */
 static int start_data_plane(owner *o)
@@ -59,7 +54,7 @@ static int start_data_plane(owner *o)
                 uv_strerror(err));
         return -1;
     }
-    dp_engine_set_member_check(o->dp, member_check, o);
+    dp_engine_set_peer_keys(o->dp, owner_peer_key, o);
     char why[512];
     if (owner_data_address_init(o, why, sizeof why) < 0) {
         fprintf(stderr, "fluxon-owner: %s\n", why);
@@ -225,6 +220,8 @@ int main(int argc, char **argv)
     holders_cache_clear(&o);
     if (o.dp)
         dp_engine_free(o.dp);
+    for (size_t i = 0; i < o.n_members; i++)
+        auth_key_wipe(&o.members[i].pair_key);
     free(o.members);
     uv_loop_close(o.loop);
     segment_destroy(&o.seg);

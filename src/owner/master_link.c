@@ -7,9 +7,9 @@
  * access_report.c, ssd_evict.c). Register announces
  * the data plane's address (data_address.c: settled on each connection, so
  * a wildcard data_listen announces the address this connection comes from)
- * and whether this owner has an SSD tier, and
- * returns the cluster's data-plane token; the member table says which peers
- * the data plane accepts. Heartbeats carry the hit counters and the SSD
+ * and whether this owner has an SSD tier, and returns our node id and
+ * incarnation; the member table says which peers the data plane accepts and
+ * the pair key it shares with each. Heartbeats carry the hit counters and the SSD
  * tier's capacity and use.
  *
  * Losing the master after registration stops the owner: a new master would
@@ -92,7 +92,7 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
     o->tomb_tag = r->tomb_tag;
     o->registered = true;
     FX_LOG(INFO, "registered as node %u (tomb %llu)", o->node_id, (unsigned long long)o->tomb_tag);
-    dp_engine_set_identity(o->dp, o->node_id, o->tomb_tag, r->data_token.data, r->data_token.len);
+    dp_engine_set_identity(o->dp, o->node_id, o->tomb_tag);
     uint32_t hb = r->heartbeat_ms ? r->heartbeat_ms : 1000;
     uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
     ssd_tier_start(o);
@@ -174,6 +174,20 @@ static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
     owner_ext_invalidate(o, req->keys, req->n_keys);
 }
 
+/* A member's entry as ours: its pair key when the master sent one of the
+ * right length (a member without one cannot pass the data plane's handshake). */
+static void take_member(owner *o, const Fx__MemberInfo *in, peer_member *out)
+{
+    *out = (peer_member){.node_id = in->node_id, .tomb_tag = in->tomb_tag};
+    if (in->pair_key.len == AUTH_KEY_LEN) {
+        out->has_key = true;
+        memcpy(out->pair_key.bytes, in->pair_key.data, AUTH_KEY_LEN);
+    } else if (in->node_id != o->node_id) {
+        FX_LOG(WARN, "member table: no data-plane key for member %u (%zu bytes); its data plane "
+                     "is refused", in->node_id, in->pair_key.len);
+    }
+}
+
 static void on_member_table(owner *o, Fx__MemberTableReq *req)
 {
     peer_member *n = calloc(req->n_members ? req->n_members : 1, sizeof *n);
@@ -182,19 +196,21 @@ static void on_member_table(owner *o, Fx__MemberTableReq *req)
         return;
     }
     for (size_t i = 0; i < req->n_members; i++)
-        n[i] = (peer_member){.node_id = req->members[i]->node_id,
-                             .tomb_tag = req->members[i]->tomb_tag};
+        take_member(o, req->members[i], &n[i]);
     peer_member *old = o->members;
     size_t n_old = o->n_members;
     o->members = n;
     o->n_members = req->n_members;
     /* Transfers with a member that left fail now, not at their timeout (the
-     * peer may be frozen rather than gone). */
-    for (size_t i = 0; i < n_old; i++)
+     * peer may be frozen rather than gone), and its data connections to us
+     * close: its keys died with its incarnation. */
+    for (size_t i = 0; i < n_old; i++) {
         if (!owner_is_member(o, old[i].node_id, old[i].tomb_tag)) {
             FX_LOG(INFO, "member %u left the cluster", old[i].node_id);
             dp_engine_forget_peer(o->dp, old[i].node_id);
         }
+        auth_key_wipe(&old[i].pair_key);
+    }
     free(old);
 }
 
@@ -203,6 +219,20 @@ bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag)
     for (size_t i = 0; i < o->n_members; i++)
         if (o->members[i].node_id == node_id)
             return o->members[i].tomb_tag == tomb_tag;
+    return false;
+}
+
+bool owner_peer_key(void *ud, uint32_t node_id, uint64_t *tomb_tag, auth_key *key)
+{
+    owner *o = ud;
+    for (size_t i = 0; i < o->n_members; i++) {
+        const peer_member *p = &o->members[i];
+        if (p->node_id == node_id && p->has_key) {
+            *tomb_tag = p->tomb_tag;
+            *key = p->pair_key;
+            return true;
+        }
+    }
     return false;
 }
 

@@ -27,6 +27,7 @@
 
 #include "owner/owner_config.h"
 #include "common/hashtable.h"
+#include "net/auth_key.h"
 #include "net/conn.h"
 #include "net/rpc.h"
 #include "owner/segment.h"
@@ -103,10 +104,15 @@ typedef struct pending_get {
     UT_hash_handle hh;
 } pending_get;
 
-/* One live member of the cluster as the master last told it (MemberTable). */
+/* One live member of the cluster as the master last told it (MemberTable),
+ * with the data-plane key this owner shares with it (none for our own entry
+ * or when the master sent none: then the data plane refuses it). The key is
+ * wiped when the table is replaced. */
 typedef struct peer_member {
     uint32_t node_id;
     uint64_t tomb_tag;
+    bool has_key;
+    auth_key pair_key;
 } peer_member;
 
 typedef struct owner {
@@ -130,7 +136,7 @@ typedef struct owner {
     char data_addr[300];  /* where peers reach dp, "host:port" (data_address.c) */
     bool data_addr_from_link; /* wildcard data_listen: data_addr comes with the master link */
     bool data_addr_loopback;  /* data_addr is a loopback address */
-    struct peer_member *members; /* the master's member table, for dp peer checks */
+    struct peer_member *members; /* the master's member table: dp peers and their pair keys */
     size_t n_members;
     session *sessions; /* by client_id */
     uint64_t next_client_id;
@@ -159,6 +165,9 @@ void owner_stop(owner *o, int exit_code);
 int owner_auth_setup(owner *o, char *err, size_t errlen);
 /* True when node_id with incarnation tomb_tag is in the master's member table. */
 bool owner_is_member(owner *o, uint32_t node_id, uint64_t tomb_tag);
+/* The data plane's pair-key lookup (dp_peer_key_fn, ud = the owner): true
+ * with node_id's live incarnation and the key we share with it. */
+bool owner_peer_key(void *ud, uint32_t node_id, uint64_t *tomb_tag, auth_key *key);
 
 /* data_address.c: the data-plane address announced in Register */
 /* At startup, once the data plane listens: data_advertise (resolved, never a

@@ -1,24 +1,33 @@
 /*
- * test_dataplane_guard.c - a real fluxon-owner's data plane refuses what it
- * must, logs it, hangs up, and keeps serving.
+ * test_dataplane_guard.c - a real fluxon-owner's data plane lets in only a
+ * live member that proves the pair key of its incarnation and the owner's,
+ * refuses what it must, logs it, hangs up, and keeps serving.
  *
- * One master (--heartbeat-timeout 600s, so the silent test-side member stays
- * registered) and one owner. A raw member (tests/util/raw_member.h)
- * registers to obtain a node id, a tomb tag and the cluster's data token,
- * and learns the owner's data-plane address from the member table. Raw TCP
- * clients then speak the data-plane wire format (dp_frame.h) to the owner:
+ * One master (--heartbeat-timeout 600s, so the silent test-side members stay
+ * registered) and one owner, B. Two raw members (tests/util/raw_member.h)
+ * register: C, the prober, and A. Each learns the owner's data-plane address
+ * and its pair keys from its own copy of the member table (C holds K_BC and
+ * K_AC, never K_AB). Raw TCP clients then speak the data-plane wire format
+ * (dp_frame.h, dp_raw.h) to the owner:
  *
  *   - a READ and a WRITE before any HELLO: refused with FX_EPROTO;
- *   - a HELLO from a stranger that never registered (wrong token, and the
- *     right length with one byte flipped): refused with FX_ESTALE;
- *   - a HELLO with the right token but the raw member's node id with
- *     tomb_tag + 1, or a node id nobody has: refused with FX_ESTALE;
- *   - after a valid HELLO: a READ at offset == segment size, a READ whose
+ *   - a HELLO from a stranger that never registered: refused with FX_ESTALE;
+ *   - a stranger claiming C's identity (node id and tomb tag are in every
+ *     member's table) with a made-up key: challenged, and its proof refused;
+ *   - C claiming to be A, proving with K_BC or with K_AC: the proof is
+ *     refused (A itself passes with K_AB);
+ *   - C's node id with tomb_tag + 1, a node id nobody has, and a HELLO that
+ *     names another server node: refused with FX_ESTALE;
+ *   - after a valid handshake: a READ at offset == segment size, a READ whose
  *     offset + len overflows uint64, a WRITE straddling the segment's end, a
  *     WRITE at the end and a WRITE with an overflowing offset: refused with
  *     FX_EINVAL, and the bytes at the segment's end are unchanged;
- *   - after a valid HELLO: a READ of the range RouteInfo names for a value
- *     put through the C API returns exactly the value's bytes.
+ *   - after a valid handshake: a READ of the range RouteInfo names for a
+ *     value put through the C API returns exactly the value's bytes;
+ *   - a third raw member that leaves (its master connection closes): the
+ *     owner closes its authenticated data connection at once and refuses its
+ *     hellos; registered again (a new incarnation) it passes with its new
+ *     keys, and neither its old identity nor its old key do.
  *
  * Every refusal is answered, then the owner hangs up; each kind leaves a
  * WARN line in the owner's log; fx_put / fx_get through the owner still work
@@ -49,8 +58,10 @@
 
 static test_cluster tc;
 static fx_client *cl;
-static raw_member rm;
+static raw_member rm;   /* C, the prober */
+static raw_member rm_a; /* A, whose identity C tries to take */
 static uint32_t owner_node;
+static uint64_t owner_tomb;
 static uint32_t unknown_node; /* a node id nobody registered */
 static char dp_host[64];
 static int dp_port;
@@ -90,27 +101,67 @@ static int dp_connect(void)
     return fd;
 }
 
-/* A connection whose HELLO as the raw member passed; -1 when it was refused
- * (the owner may not have the member table with us in it yet). */
-static int hello_as_member(void)
+/* What member m's handshake with the owner claims: m's identity, and the
+ * owner's incarnation from m's member table. */
+static dp_handshake claim_of(uint32_t node, uint64_t tomb)
+{
+    return (dp_handshake){.client_node = node, .client_tomb = tomb, .server_node = owner_node,
+                          .server_tomb = owner_tomb};
+}
+
+/* m's pair key with the owner (m's member table must list the owner). */
+static auth_key key_with_owner(const raw_member *m)
+{
+    auth_key k;
+    uint64_t tomb = 0;
+    REQUIRE(raw_member_pair_key(m, owner_node, &tomb, &k), "member %u holds a key for the owner",
+            m->node_id);
+    return k;
+}
+
+/* A connection whose handshake as member m passed; -1 when it was refused
+ * (the owner may not have the member table with m in it yet). */
+static int handshake_as(const raw_member *m)
 {
     int fd = dp_connect();
-    REQUIRE(dp_raw_send_hello(fd, rm.node_id, rm.tomb_tag, rm.token, rm.token_len) > 0,
-            "HELLO body encodes");
-    dp_hdr h;
-    char detail[DP_DETAIL_MAX + 1];
-    if (dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK && h.id == 42 &&
-        h.status == 0)
+    dp_handshake hs = claim_of(m->node_id, m->tomb_tag);
+    auth_key k = key_with_owner(m);
+    dp_raw_outcome o;
+    if (dp_raw_handshake(fd, &hs, &k, &o) == DP_RAW_ACCEPTED) {
+        CHECK(o.server_proved, "the owner proved K with member %u", m->node_id);
         return fd;
+    }
     close(fd);
     return -1;
 }
 
+/* handshake_as(m), retried while the owner may still be waiting for the
+ * member table that lists m. */
+static int handshake_as_soon(const raw_member *m)
+{
+    int fd = -1;
+    for (int t = 0; t < 100 && fd < 0; t++) {
+        fd = handshake_as(m);
+        if (fd < 0)
+            usleep(50 * 1000);
+    }
+    return fd;
+}
+
 static int authed_conn(void)
 {
-    int fd = hello_as_member();
-    REQUIRE(fd >= 0, "a HELLO as the registered raw member is accepted");
+    int fd = handshake_as(&rm);
+    REQUIRE(fd >= 0, "a handshake as the registered raw member passes");
     return fd;
+}
+
+/* Polls m's master connection until its member table lists node. */
+static void await_in_table(raw_member *m, uint32_t node)
+{
+    uint64_t tomb;
+    auth_key k;
+    for (int t = 0; t < 100 && !raw_member_pair_key(m, node, &tomb, &k); t++)
+        raw_member_poll(m, 50);
 }
 
 /* ---- 0. setup: who is who, and where the owner's data plane listens -------------------- */
@@ -125,12 +176,14 @@ static void setup(void)
             owner_node = st[i].node_id;
     REQUIRE(owner_node != 0, "owner0 has a node id");
 
-    /* A segment of 1 byte: never a placement target. */
+    /* Segments of 1 byte: never a placement target. */
     REQUIRE(raw_member_register(&rm, tc.master_addr, "test", "dp-prober", 1) == 0,
-            "raw member registers");
-    REQUIRE(rm.token_len > 0, "Register gave a data token");
-    for (int t = 0; t < 100 && !*raw_member_data_addr(&rm, owner_node); t++)
-        raw_member_poll(&rm, 50);
+            "raw member C registers");
+    REQUIRE(raw_member_register(&rm_a, tc.master_addr, "test", "dp-other", 1) == 0,
+            "raw member A registers");
+    await_in_table(&rm, owner_node);
+    await_in_table(&rm, rm_a.node_id);
+    await_in_table(&rm_a, owner_node);
     const char *addr = raw_member_data_addr(&rm, owner_node);
     REQUIRE(*addr, "the member table names owner0's data-plane address");
     const char *colon = strrchr(addr, ':');
@@ -139,15 +192,22 @@ static void setup(void)
     dp_host[colon - addr] = 0;
     dp_port = atoi(colon + 1);
     REQUIRE(dp_port > 0, "data-plane port in %s", addr);
+    auth_key k;
+    REQUIRE(raw_member_pair_key(&rm, owner_node, &owner_tomb, &k),
+            "C's table lists the owner with K_BC");
+    auth_key k_ac, k_own;
+    uint64_t tomb;
+    CHECK(raw_member_pair_key(&rm, rm_a.node_id, &tomb, &k_ac) && tomb == rm_a.tomb_tag,
+          "C's table lists A with A's tomb tag and K_AC");
+    CHECK(!raw_member_pair_key(&rm, rm.node_id, &tomb, &k_own), "C's own entry carries no key");
+    auth_key k_ab = key_with_owner(&rm_a);
+    CHECK(memcmp(&k, &k_ab, sizeof k) != 0 && memcmp(&k, &k_ac, sizeof k) != 0 &&
+              memcmp(&k_ab, &k_ac, sizeof k) != 0,
+          "K_BC, K_AB and K_AC differ");
 
     /* The owner learns about us from the member table the master pushes. */
-    int fd = -1;
-    for (int t = 0; t < 100 && fd < 0; t++) {
-        fd = hello_as_member();
-        if (fd < 0)
-            usleep(50 * 1000);
-    }
-    REQUIRE(fd >= 0, "the owner accepts the raw member's HELLO once it knows the member");
+    int fd = handshake_as_soon(&rm);
+    REQUIRE(fd >= 0, "the owner accepts the raw member's handshake once it knows the member");
     close(fd);
 }
 
@@ -178,40 +238,71 @@ static void before_hello(void)
     close(fd);
 }
 
-/* ---- 2. and 3. hellos that must not pass ------------------------------------------------ */
+/* ---- 2. and 3. handshakes that must not pass ---------------------------------------- */
 
-/* Sends one HELLO and expects HELLO_REFUSED with FX_ESTALE, then a hang-up. */
-static void refused_hello(const char *what, uint32_t node, uint64_t tomb, const uint8_t *tok,
-                          size_t toklen)
+/* Sends one HELLO claiming (node, tomb) and naming server, with a READ right
+ * behind it, and expects HELLO_REFUSED with FX_ESTALE, then a hang-up. */
+static void refused_hello(const char *what, uint32_t node, uint64_t tomb, uint32_t server)
 {
     int fd = dp_connect();
-    REQUIRE(dp_raw_send_hello(fd, node, tomb, tok, toklen) > 0, "HELLO body encodes");
+    dp_hello hello = {.client_tomb = tomb, .client_node = node, .server_node = server};
+    auth_random(hello.nonce, sizeof hello.nonce);
+    dp_raw_send_hello(fd, &hello);
     /* A request right behind the hello must not be served either. */
     dp_raw_send_hdr(fd, DP_READ, 43, 0, 16);
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
     bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
-    CHECK(got && h.op == DP_HELLO_REFUSED && h.id == 42 && h.status == FX_ESTALE,
+    CHECK(got && h.op == DP_HELLO_REFUSED && h.id == DP_RAW_HELLO_ID && h.status == FX_ESTALE,
           "%s: HELLO refused with FX_ESTALE (op %d, status %d: %s)", what, got ? h.op : 0,
           got ? h.status : 0, detail);
     CHECK(dp_raw_hung_up(fd), "%s: then the owner hung up", what);
     close(fd);
 }
 
+/* Claims (node, tomb) and proves with key: the owner must challenge (the
+ * identity is live), prove a key other than `key`, and refuse the proof. */
+static void refused_proof(const char *what, uint32_t node, uint64_t tomb, const auth_key *key)
+{
+    int fd = dp_connect();
+    dp_handshake hs = claim_of(node, tomb);
+    dp_raw_outcome o;
+    dp_raw_handshake(fd, &hs, key, &o);
+    CHECK(!o.server_proved, "%s: the owner's challenge proves another key", what);
+    CHECK(o.end == DP_RAW_REFUSED_PROOF && o.status == FX_ESTALE &&
+              strstr(o.detail, "failed to prove its pair key"),
+          "%s: the proof is refused with FX_ESTALE (end %d, status %d: %s)", what, o.end, o.status,
+          o.detail);
+    CHECK(dp_raw_hung_up(fd), "%s: then the owner hung up", what);
+    close(fd);
+}
+
 static void bad_hellos(void)
 {
-    static const uint8_t guess[] = "not-the-data-token";
-    refused_hello("stranger with a made-up token", 4242, 1, guess, sizeof guess - 1);
-    uint8_t flipped[sizeof rm.token];
-    memcpy(flipped, rm.token, rm.token_len);
-    flipped[rm.token_len / 2] ^= 0x01;
-    refused_hello("stranger with a token one bit off", 4242, 1, flipped, rm.token_len);
-    refused_hello("registered node id, tomb_tag + 1", rm.node_id, rm.tomb_tag + 1, rm.token,
-                  rm.token_len);
+    refused_hello("stranger that never registered", 4242, 1, owner_node);
+
+    /* Node ids and tomb tags are in every member's table: the key is what
+     * nobody else holds. */
+    auth_key made_up;
+    auth_random(&made_up, sizeof made_up);
+    refused_proof("stranger claiming C's identity with a made-up key", rm.node_id, rm.tomb_tag,
+                  &made_up);
+    auth_key k_bc = key_with_owner(&rm), k_ac;
+    uint64_t tomb;
+    REQUIRE(raw_member_pair_key(&rm, rm_a.node_id, &tomb, &k_ac), "C holds K_AC");
+    refused_proof("C claiming to be A with K_BC", rm_a.node_id, rm_a.tomb_tag, &k_bc);
+    refused_proof("C claiming to be A with K_AC", rm_a.node_id, rm_a.tomb_tag, &k_ac);
+    int fd = handshake_as_soon(&rm_a);
+    CHECK(fd >= 0, "A itself passes with K_AB");
+    if (fd >= 0)
+        close(fd);
+
+    refused_hello("C's node id, tomb_tag + 1", rm.node_id, rm.tomb_tag + 1, owner_node);
     unknown_node = rm.node_id + 1000;
     if (unknown_node == owner_node)
         unknown_node++;
-    refused_hello("unknown node id", unknown_node, rm.tomb_tag, rm.token, rm.token_len);
+    refused_hello("unknown node id", unknown_node, rm.tomb_tag, owner_node);
+    refused_hello("a hello meant for node A", rm.node_id, rm.tomb_tag, rm_a.node_id);
 }
 
 /* ---- 4. ranges outside the segment -------------------------------------------------------- */
@@ -325,7 +416,43 @@ static void valid_read(const char *key, const uint8_t *value, size_t len)
     close(fd);
 }
 
-/* ---- 6. the owner's log ------------------------------------------------------------------- */
+/* ---- 6. a member that leaves, and comes back ---------------------------------------- */
+
+static void departed_member(void)
+{
+    raw_member old;
+    REQUIRE(raw_member_register(&old, tc.master_addr, "test", "dp-leaver", 1) == 0,
+            "raw member L registers");
+    await_in_table(&old, owner_node);
+    int fd = handshake_as_soon(&old);
+    REQUIRE(fd >= 0, "L's handshake passes once the owner knows it");
+    uint8_t buf[64];
+    CHECK(dp_read(fd, 20, 0, sizeof buf, buf), "the owner serves L while it is a member");
+    uint32_t old_node = old.node_id;
+    uint64_t old_tomb = old.tomb_tag;
+    auth_key old_key = key_with_owner(&old);
+
+    raw_member_close(&old); /* it left: the master drops it and tells the owner */
+    CHECK(dp_raw_hung_up(fd), "the owner closed L's authenticated data connection when L left");
+    close(fd);
+    refused_hello("L after it left", old_node, old_tomb, owner_node);
+
+    raw_member again;
+    REQUIRE(raw_member_register(&again, tc.master_addr, "test", "dp-leaver", 1) == 0,
+            "L registers again");
+    CHECK(again.node_id != old_node || again.tomb_tag != old_tomb, "a new incarnation");
+    await_in_table(&again, owner_node);
+    fd = handshake_as_soon(&again);
+    CHECK(fd >= 0, "L's new incarnation passes with its new key");
+    if (fd >= 0)
+        close(fd);
+    refused_hello("L's old incarnation after it registered again", old_node, old_tomb,
+                  owner_node);
+    refused_proof("L's new identity with its old key", again.node_id, again.tomb_tag, &old_key);
+    raw_member_close(&again);
+}
+
+/* ---- 7. the owner's log ------------------------------------------------------------------- */
 
 /* True when a WARN line of the log holds both needles. */
 static bool log_has(const char *log, const char *a, const char *b)
@@ -372,8 +499,13 @@ static void check_log(void)
     CHECK(log_has(log, "refused READ", "before a successful HELLO"), "WARN for READ before HELLO");
     CHECK(log_has(log, "refused WRITE", "before a successful HELLO"),
           "WARN for WRITE before HELLO");
-    CHECK(log_has(log, "refused HELLO", "wrong data token"), "WARN for a wrong token");
     char who[96];
+    snprintf(who, sizeof who, "node %u failed to prove its pair key", rm_a.node_id);
+    CHECK(log_has(log, "refused HELLO_PROOF", who), "WARN for C claiming A (%s)", who);
+    CHECK(log_has(log, "refused HELLO", "node 4242 (tomb 1) is not a live member"),
+          "WARN for a stranger");
+    snprintf(who, sizeof who, "node %u asked for node %u", rm.node_id, rm_a.node_id);
+    CHECK(log_has(log, "refused HELLO", who), "WARN for a hello meant for another node (%s)", who);
     snprintf(who, sizeof who, "node %u (tomb %llu) is not a live member", rm.node_id,
              (unsigned long long)(rm.tomb_tag + 1));
     CHECK(log_has(log, "refused HELLO", who), "WARN for a stale tomb tag (%s)", who);
@@ -403,6 +535,7 @@ int main(void)
     bad_hellos();
     bad_ranges();
     valid_read(key, value, VALUE_LEN);
+    departed_member();
 
     /* The owner still serves its clients. */
     CHECK(get_is(key, value, VALUE_LEN), "fx_get of %s after the probes", key);
@@ -416,6 +549,7 @@ int main(void)
 
     free(value);
     raw_member_close(&rm);
+    raw_member_close(&rm_a);
     fx_close(cl);
     CHECK(cluster_stop(&tc) == 0, "cluster stopped cleanly");
     return test_finish();

@@ -243,8 +243,6 @@ static bool fm_accept_register(void)
     resp.node_id = NODE;
     resp.tomb_tag = 1;
     resp.heartbeat_ms = 50;
-    uint8_t token[16] = {1, 2, 3};
-    resp.data_token = (ProtobufCBinaryData){.len = sizeof token, .data = token};
     fm_reply(&h, &resp.base);
     return ssd;
 }

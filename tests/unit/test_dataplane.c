@@ -6,18 +6,22 @@
  * byte for byte with the bytes around the target unchanged, the requests of a
  * transfer batched into one write, 16 concurrent
  * transfers over at most two connections, transfers started from inside
- * callbacks, ranges we or the peer refuse, a wrong token, a node the member
- * check refuses and a peer without identity, raw TCP clients that send
- * garbage, truncated or oversized headers, requests before HELLO, half a
- * WRITE, or never hang up after a refusal (the engine goes on serving), a
- * peer that closes mid-transfer, timeouts against a socket that never
- * answers, peers dialled by name (an asynchronous lookup) and over IPv6
- * ([::1], when the machine has it), a name that does not resolve, a peer
- * forgotten while its name is looked up, and an orderly close that leaves no
- * handle behind.
+ * callbacks, ranges we or the peer refuse; the handshake: the transcript's
+ * bytes, a client holding the wrong pair key, a wrong incarnation, an unknown
+ * node, a hello meant for another node, a peer without identity, a forged
+ * data plane that cannot prove the key (the client sends it no request), and
+ * a peer that left losing its inbound connections at once; raw TCP clients
+ * that send garbage, truncated or oversized headers, requests before the
+ * handshake passed, a proof made with the wrong key, half a WRITE, or never
+ * hang up after a refusal (the engine goes on serving), a peer that closes
+ * mid-transfer, timeouts against a socket that never answers, peers dialled
+ * by name (an asynchronous lookup) and over IPv6 ([::1], when the machine has
+ * it), a name that does not resolve, a peer forgotten while its name is looked
+ * up, and an orderly close that leaves no handle behind.
  */
 #include "owner/dataplane/dataplane.h"
 #include "owner/dataplane/dp_frame.h"
+#include "owner/dataplane/dp_handshake.h"
 #include "dp_raw.h"
 #include "testlib.h"
 
@@ -39,7 +43,6 @@
 #define MIB (1ull << 20)
 #define WAIT_MS 30000
 
-static const uint8_t TOKEN[] = "fluxon-data-token-0123456789abcdef";
 static uv_loop_t loop;
 static uv_timer_t watchdog;
 
@@ -52,6 +55,7 @@ typedef struct node {
     uint32_t id;
     uint64_t tomb;
     char addr[80];
+    bool wrong_keys; /* its key lookup derives from a root the others do not use */
 } node;
 
 static uint64_t pat_word(uint64_t seed, uint64_t w)
@@ -112,23 +116,42 @@ static void restore(node *n, uint64_t off, uint64_t len)
     fill(n->seg, n->seed, off, len);
 }
 
-/* ---- membership the engines check ----------------------------------------------- */
+/* ---- membership and pair keys the engines look up -------------------------------- */
 
 static const struct { uint32_t id; uint64_t tomb; } members[] = {
     {1, 11}, {2, 22}, {3, 33}, {4, 44}, {5, 55}, {6, 66},
 };
+static auth_key root;       /* what the "master" derives the pair keys from */
+static auth_key wrong_root; /* what a node with wrong_keys derives them from */
 
-static bool member_check(void *ud, uint32_t node_id, uint64_t tomb_tag)
+static bool member_tomb(uint32_t id, uint64_t *tomb)
 {
-    (void)ud;
     for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
-        if (members[i].id == node_id && members[i].tomb == tomb_tag)
+        if (members[i].id == id) {
+            *tomb = members[i].tomb;
             return true;
+        }
     return false;
 }
 
 static void node_start_on(node *n, uint32_t id, uint64_t tomb, uint64_t seed, bool identity,
                           const char *host);
+/* One key per pair of members, the same seen from either side. */
+static void pair_key(const auth_key *from, uint32_t a, uint32_t b, auth_key *out)
+{
+    uint32_t ids[2] = {a < b ? a : b, a < b ? b : a};
+    auth_key_derive(from, (const uint8_t *)ids, sizeof ids, out);
+}
+
+/* dp_peer_key_fn of node ud: the member table above and its pair keys. */
+static bool peer_key(void *ud, uint32_t peer, uint64_t *tomb, auth_key *key)
+{
+    const node *self = ud;
+    if (!member_tomb(peer, tomb))
+        return false;
+    pair_key(self->wrong_keys ? &wrong_root : &root, self->id, peer, key);
+    return true;
+}
 
 static void node_start(node *n, uint32_t id, uint64_t tomb, uint64_t seed, bool identity)
 {
@@ -154,10 +177,9 @@ static void node_start_on(node *n, uint32_t id, uint64_t tomb, uint64_t seed, bo
     REQUIRE(n->e != NULL, "dp_engine_new on %s: %d", listen, err);
     REQUIRE(dp_engine_port(n->e) > 0, "an ephemeral port was bound");
     snprintf(n->addr, sizeof n->addr, "%s:%d", host, dp_engine_port(n->e));
-    dp_engine_set_member_check(n->e, member_check, NULL);
+    dp_engine_set_peer_keys(n->e, peer_key, n);
     if (identity)
-        CHECK(dp_engine_set_identity(n->e, id, tomb, TOKEN, sizeof TOKEN - 1) == 0,
-              "set identity of node %u", id);
+        dp_engine_set_identity(n->e, id, tomb);
 }
 
 /* ---- running the loop ------------------------------------------------------------- */
@@ -261,12 +283,27 @@ static int check_of(uint8_t op, uint64_t offset, uint32_t len, int32_t status, e
 static void test_codec_check(void)
 {
     const enum dp_dir Q = DP_DIR_REQUEST, P = DP_DIR_REPLY;
-    CHECK(check_of(DP_HELLO, 0, DP_HELLO_FIXED, 0, Q) == 0, "smallest HELLO");
-    CHECK(check_of(DP_HELLO, 0, DP_HELLO_MAX_BODY, 0, Q) == 0, "largest HELLO");
-    CHECK(check_of(DP_HELLO, 0, DP_HELLO_MAX_BODY + 1, 0, Q) == -EMSGSIZE, "HELLO too long");
-    CHECK(check_of(DP_HELLO, 0, DP_HELLO_FIXED - 1, 0, Q) == -EPROTO, "HELLO too short");
-    CHECK(check_of(DP_HELLO, 5, DP_HELLO_FIXED, 0, Q) == -EPROTO, "HELLO with an offset");
-    CHECK(check_of(DP_HELLO, 0, DP_HELLO_FIXED, 0, P) == -EPROTO, "HELLO is not a reply");
+    CHECK(check_of(DP_HELLO, 0, DP_HELLO_LEN, 0, Q) == 0, "HELLO");
+    CHECK(check_of(DP_HELLO, 0, DP_HELLO_LEN + 1, 0, Q) == -EMSGSIZE, "HELLO too long");
+    CHECK(check_of(DP_HELLO, 0, DP_HELLO_LEN - 1, 0, Q) == -EPROTO, "HELLO too short");
+    CHECK(check_of(DP_HELLO, 5, DP_HELLO_LEN, 0, Q) == -EPROTO, "HELLO with an offset");
+    CHECK(check_of(DP_HELLO, 0, DP_HELLO_LEN, 0, P) == -EPROTO, "HELLO is not a reply");
+    CHECK(check_of(DP_HELLO_CHALLENGE, 0, DP_CHALLENGE_LEN, 0, P) == 0, "HELLO_CHALLENGE");
+    CHECK(check_of(DP_HELLO_CHALLENGE, 0, DP_CHALLENGE_LEN - 1, 0, P) == -EPROTO &&
+              check_of(DP_HELLO_CHALLENGE, 0, DP_CHALLENGE_LEN + 1, 0, P) == -EMSGSIZE,
+          "HELLO_CHALLENGE of another length");
+    CHECK(check_of(DP_HELLO_CHALLENGE, 0, DP_CHALLENGE_LEN, FX_ESTALE, P) == -EPROTO,
+          "HELLO_CHALLENGE with a status");
+    CHECK(check_of(DP_HELLO_CHALLENGE, 1, DP_CHALLENGE_LEN, 0, P) == -EPROTO,
+          "HELLO_CHALLENGE with an offset");
+    CHECK(check_of(DP_HELLO_CHALLENGE, 0, DP_CHALLENGE_LEN, 0, Q) == -EPROTO,
+          "HELLO_CHALLENGE is not a request");
+    CHECK(check_of(DP_HELLO_PROOF, 0, DP_PROOF_LEN, 0, Q) == 0, "HELLO_PROOF");
+    CHECK(check_of(DP_HELLO_PROOF, 0, DP_PROOF_LEN - 1, 0, Q) == -EPROTO &&
+              check_of(DP_HELLO_PROOF, 0, DP_PROOF_LEN + 1, 0, Q) == -EMSGSIZE,
+          "HELLO_PROOF of another length");
+    CHECK(check_of(DP_HELLO_PROOF, 0, DP_PROOF_LEN, 0, P) == -EPROTO,
+          "HELLO_PROOF is not a reply");
     CHECK(check_of(DP_READ, UINT64_MAX, DP_MAX_PAYLOAD, 0, Q) == 0,
           "READ of the largest chunk (the range is the server's business)");
     CHECK(check_of(DP_READ, 0, DP_MAX_PAYLOAD + 1, 0, Q) == -EMSGSIZE, "READ over the maximum");
@@ -291,7 +328,7 @@ static void test_codec_check(void)
     CHECK(check_of(DP_WRITE_ACK, 9, 5, 0, P) == -EPROTO, "WRITE_ACK with bytes");
     CHECK(check_of(DP_WRITE_ACK, 9, 0, 1, P) == -EPROTO, "a positive status");
     CHECK(check_of(DP_WRITE_ACK, 9, 0, FX_EINTERNAL - 1, P) == -EPROTO, "an unknown FX_E code");
-    CHECK(check_of(0, 0, 0, 0, Q) == -EPROTO && check_of(8, 0, 0, 0, P) == -EPROTO &&
+    CHECK(check_of(0, 0, 0, 0, Q) == -EPROTO && check_of(10, 0, 0, 0, P) == -EPROTO &&
               check_of(255, 0, 0, 0, Q) == -EPROTO,
           "unknown ops");
 
@@ -321,29 +358,44 @@ static void test_codec_check(void)
     CHECK(dp_hdr_body_len(&(dp_hdr){.op = DP_WRITE, .len = 100}) == 100, "a WRITE carries len");
     CHECK(dp_hdr_has_payload(&(dp_hdr){.op = DP_READ_DATA, .len = 5}) &&
               !dp_hdr_has_payload(&(dp_hdr){.op = DP_READ_DATA, .len = 5, .status = -3}) &&
-              !dp_hdr_has_payload(&(dp_hdr){.op = DP_HELLO, .len = 12}),
+              !dp_hdr_has_payload(&(dp_hdr){.op = DP_HELLO, .len = DP_HELLO_LEN}),
           "payload vs detail");
 }
 
-static void test_codec_hello_range(void)
+static void test_codec_handshake_range(void)
 {
-    uint8_t body[DP_HELLO_MAX_BODY + 1];
-    dp_hello h = {.tomb_tag = UINT64_MAX - 1, .node_id = 0xfffffffeu, .token = TOKEN,
-                  .token_len = sizeof TOKEN - 1};
-    size_t n = dp_hello_encode(&h, body, sizeof body);
-    CHECK(n == DP_HELLO_FIXED + sizeof TOKEN - 1, "hello body length %zu", n);
+    dp_hello h = {.client_tomb = 0x0807060504030201ull, .client_node = 0x0c0b0a09u,
+                  .server_node = 0x100f0e0du};
+    for (unsigned i = 0; i < DP_NONCE_LEN; i++)
+        h.nonce[i] = (uint8_t)(0x11 + i);
+    uint8_t body[DP_HELLO_LEN + 1];
+    dp_hello_encode(&h, body);
+    bool layout = true;
+    for (unsigned i = 0; i < DP_HELLO_LEN; i++)
+        layout &= body[i] == (uint8_t)(i + 1);
+    CHECK(layout, "hello body layout: tomb, node, server node (little-endian), nonce");
     dp_hello d;
-    CHECK(dp_hello_decode(body, n, &d) == 0 && d.tomb_tag == h.tomb_tag &&
-              d.node_id == h.node_id && d.token_len == h.token_len &&
-              memcmp(d.token, TOKEN, d.token_len) == 0,
+    CHECK(dp_hello_decode(body, DP_HELLO_LEN, &d) == 0 && d.client_tomb == h.client_tomb &&
+              d.client_node == h.client_node && d.server_node == h.server_node &&
+              memcmp(d.nonce, h.nonce, DP_NONCE_LEN) == 0,
           "hello round trip");
-    CHECK(dp_hello_decode(body, DP_HELLO_FIXED, &d) == 0 && d.token_len == 0, "empty token");
-    CHECK(dp_hello_decode(body, DP_HELLO_FIXED - 1, &d) == -EPROTO, "short hello body");
-    CHECK(dp_hello_decode(body, DP_HELLO_MAX_BODY + 1, &d) == -EPROTO, "long hello body");
-    uint8_t big[DP_TOKEN_MAX + 1] = {0};
-    dp_hello b = {.token = big, .token_len = sizeof big};
-    CHECK(dp_hello_encode(&b, body, sizeof body) == 0, "a token over DP_TOKEN_MAX");
-    CHECK(dp_hello_encode(&h, body, 20) == 0, "too small an output buffer");
+    CHECK(dp_hello_decode(body, DP_HELLO_LEN - 1, &d) == -EPROTO &&
+              dp_hello_decode(body, DP_HELLO_LEN + 1, &d) == -EPROTO,
+          "a hello body of another length");
+
+    dp_challenge ch, dc;
+    for (unsigned i = 0; i < DP_NONCE_LEN; i++)
+        ch.nonce[i] = (uint8_t)i;
+    for (unsigned i = 0; i < DP_PROOF_LEN; i++)
+        ch.proof[i] = (uint8_t)(0x80 + i);
+    uint8_t cb[DP_CHALLENGE_LEN];
+    dp_challenge_encode(&ch, cb);
+    CHECK(memcmp(cb, ch.nonce, DP_NONCE_LEN) == 0 &&
+              memcmp(cb + DP_NONCE_LEN, ch.proof, DP_PROOF_LEN) == 0,
+          "challenge body layout: nonce, proof");
+    CHECK(dp_challenge_decode(cb, sizeof cb, &dc) == 0 && memcmp(&dc, &ch, sizeof ch) == 0,
+          "challenge round trip");
+    CHECK(dp_challenge_decode(cb, sizeof cb - 1, &dc) == -EPROTO, "a short challenge body");
 
     CHECK(dp_range_ok(100, 0, 100) && dp_range_ok(100, 100, 0) && dp_range_ok(100, 99, 1),
           "ranges inside");
@@ -352,6 +404,49 @@ static void test_codec_hello_range(void)
     CHECK(!dp_range_ok(100, UINT64_MAX, 2) && !dp_range_ok(100, 2, UINT64_MAX) &&
               !dp_range_ok(UINT64_MAX, UINT64_MAX - 1, 2),
           "overflowing ranges");
+}
+
+/* The transcript's bytes, and what a proof is bound to: the key, the side
+ * that made it, every identity and both nonces. */
+static void test_transcript_proofs(void)
+{
+    dp_handshake hs = {.client_node = 0x04030201u, .client_tomb = 0x0c0b0a0908070605ull,
+                       .server_node = 0x100f0e0du, .server_tomb = 0x1817161514131211ull};
+    for (unsigned i = 0; i < DP_NONCE_LEN; i++) {
+        hs.client_nonce[i] = (uint8_t)(0x19 + i);
+        hs.server_nonce[i] = (uint8_t)(0x39 + i);
+    }
+    uint8_t t[DP_TRANSCRIPT_LEN];
+    dp_transcript(&hs, t);
+    bool layout = DP_TRANSCRIPT_LEN == 12 + 24 + 64 && memcmp(t, "fluxon-dp-v1", 12) == 0;
+    for (unsigned i = 12; i < DP_TRANSCRIPT_LEN; i++)
+        layout &= t[i] == (uint8_t)(i - 11);
+    CHECK(layout, "transcript: label, client node, client tomb, server node, server tomb "
+                  "(little-endian), client nonce, server nonce");
+
+    auth_key k, other;
+    pair_key(&root, 1, 2, &k);
+    pair_key(&root, 1, 3, &other);
+    uint8_t proof[DP_PROOF_LEN], want[DP_PROOF_LEN];
+    dp_handshake_prove(&k, DP_SIDE_SERVER, &hs, proof);
+    auth_proof(&k, "dp-server", t, sizeof t, want);
+    CHECK(memcmp(proof, want, sizeof want) == 0, "the server proof is auth_proof(K, dp-server, T)");
+    dp_handshake_prove(&k, DP_SIDE_CLIENT, &hs, proof);
+    auth_proof(&k, "dp-client", t, sizeof t, want);
+    CHECK(memcmp(proof, want, sizeof want) == 0, "the client proof is auth_proof(K, dp-client, T)");
+    CHECK(dp_handshake_check(&k, DP_SIDE_CLIENT, &hs, proof), "a client proof checks out");
+    CHECK(!dp_handshake_check(&k, DP_SIDE_SERVER, &hs, proof),
+          "a client proof is no server proof (reflection)");
+    CHECK(!dp_handshake_check(&other, DP_SIDE_CLIENT, &hs, proof), "another pair's key");
+    dp_handshake moved = hs;
+    moved.client_tomb++;
+    CHECK(!dp_handshake_check(&k, DP_SIDE_CLIENT, &moved, proof), "another client incarnation");
+    moved = hs;
+    moved.server_node++;
+    CHECK(!dp_handshake_check(&k, DP_SIDE_CLIENT, &moved, proof), "another server");
+    moved = hs;
+    moved.server_nonce[7] ^= 1;
+    CHECK(!dp_handshake_check(&k, DP_SIDE_CLIENT, &moved, proof), "another server nonce");
 }
 
 /* ---- transfers that work --------------------------------------------------------------- */
@@ -587,33 +682,56 @@ static void test_remote_range(void)
     pull_ok(12345, 54321, MIB + 3); /* and the peer goes on serving */
 }
 
-static void test_identity(void)
+/* C has no connection to B yet, so every transfer below starts with a
+ * handshake (connections are reused once it passed). */
+static void test_handshake(void)
 {
     result r;
-    /* C presents a wrong token. */
-    static const uint8_t wrong[] = "not-the-token";
-    CHECK(dp_engine_set_identity(C.e, C.id, C.tomb, wrong, sizeof wrong - 1) == 0,
-          "C takes a wrong token");
     dp_stats before, after;
+
+    /* C holds keys the master never gave it: B's challenge does not prove
+     * them, so C fails before B gets anything from it but the hello. */
+    C.wrong_keys = true;
     dp_engine_stats(B.e, &before);
     int st = transfer(&C, &B, true, 100, 200, MIB, 10000, &r);
-    CHECK(st == FX_ESTALE, "a pull with a wrong token is refused with FX_ESTALE (%d %s)", st,
-          r.detail);
-    CHECK(strstr(r.detail, "refused our hello") && strstr(r.detail, "token"),
-          "the detail says the hello was refused for the token: %s", r.detail);
+    CHECK(st == FX_ESTALE && strstr(r.detail, "peer 2 did not prove the pair key"),
+          "a pull with the wrong pair key fails with FX_ESTALE (%d %s)", st, r.detail);
     CHECK(intact_outside(&C, 0, 0), "nothing was written into C");
     st = transfer(&C, &B, false, 100, 200, MIB, 10000, &r);
-    CHECK(st == FX_ESTALE, "a push with a wrong token is refused (%d %s)", st, r.detail);
+    CHECK(st == FX_ESTALE && strstr(r.detail, "did not prove"),
+          "a push with the wrong pair key fails (%d %s)", st, r.detail);
     CHECK(intact_outside(&B, 0, 0), "nothing was written into B");
     dp_engine_stats(B.e, &after);
-    CHECK(after.refused - before.refused == 2, "B counted two refusals");
+    CHECK(after.bytes_served == before.bytes_served, "B served nothing");
+    C.wrong_keys = false;
 
-    /* Right token, but an incarnation the member check does not know. */
-    CHECK(dp_engine_set_identity(C.e, C.id, 999, TOKEN, sizeof TOKEN - 1) == 0, "C's new tomb");
+    /* Right keys, but an incarnation the member table does not list. */
+    dp_engine_stats(B.e, &before);
+    dp_engine_set_identity(C.e, C.id, 999);
     st = transfer(&C, &B, false, 100, 200, MIB, 10000, &r);
-    CHECK(st == FX_ESTALE, "a push from a non-member is refused (%d %s)", st, r.detail);
-    CHECK(strstr(r.detail, "not a live member"), "the detail says why: %s", r.detail);
+    CHECK(st == FX_ESTALE && strstr(r.detail, "refused our hello") &&
+              strstr(r.detail, "node 3 (tomb 999) is not a live member"),
+          "a push from another incarnation is refused (%d %s)", st, r.detail);
     CHECK(intact_outside(&B, 0, 0), "nothing was written into B");
+
+    /* A node the table does not list at all. */
+    dp_engine_set_identity(C.e, 7, 77);
+    st = transfer(&C, &B, true, 100, 200, MIB, 10000, &r);
+    CHECK(st == FX_ESTALE && strstr(r.detail, "node 7 (tomb 77) is not a live member"),
+          "a pull from an unknown node is refused (%d %s)", st, r.detail);
+    CHECK(intact_outside(&C, 0, 0), "nothing was written into C");
+
+    /* A hello meant for node 1 that reached B. */
+    dp_engine_set_identity(C.e, C.id, C.tomb);
+    node b_as_a = {.id = A.id};
+    snprintf(b_as_a.addr, sizeof b_as_a.addr, "%s", B.addr);
+    st = transfer(&C, &b_as_a, true, 100, 200, MIB, 10000, &r);
+    CHECK(st == FX_ESTALE && strstr(r.detail, "asked for node 1; this is node 2"),
+          "a hello for another node is refused (%d %s)", st, r.detail);
+    dp_engine_stats(B.e, &after);
+    CHECK(after.refused - before.refused == 3, "B counted three refusals (%llu)",
+          (unsigned long long)(after.refused - before.refused));
+    CHECK(after.bytes_served == before.bytes_served, "and served nothing");
 
     /* An engine without identity refuses every hello and cannot start transfers. */
     CHECK(dp_transfer(D.e, B.id, B.addr, true, 0, 0, 1, 1000, on_done, &r) == FX_ESTALE,
@@ -624,22 +742,93 @@ static void test_identity(void)
     CHECK(intact_outside(&A, 0, 0), "nothing was written into A");
 
     /* Fixed up, the same engines work. */
-    CHECK(dp_engine_set_identity(C.e, C.id, C.tomb, TOKEN, sizeof TOKEN - 1) == 0, "C fixed");
-    CHECK(dp_engine_set_identity(D.e, D.id, D.tomb, TOKEN, sizeof TOKEN - 1) == 0, "D fixed");
+    dp_engine_set_identity(D.e, D.id, D.tomb);
     st = transfer(&C, &B, true, 4321, 1234, 3 * MIB + 1, 10000, &r);
     CHECK(st == 0 && holds(C.seg, 1234, B.seed, 4321, 3 * MIB + 1),
-          "C pulls once its identity is right (%d %s)", st, r.detail);
+          "C pulls once its identity and keys are right (%d %s)", st, r.detail);
     restore(&C, 1234, 3 * MIB + 1);
     st = transfer(&A, &D, false, 4321, 1234, 3 * MIB + 1, 10000, &r);
     CHECK(st == 0 && holds(D.seg, 1234, A.seed, 4321, 3 * MIB + 1),
           "A pushes to D once D has an identity (%d %s)", st, r.detail);
     restore(&D, 1234, 3 * MIB + 1);
-    uint8_t big[DP_TOKEN_MAX + 1] = {0};
-    CHECK(dp_engine_set_identity(C.e, C.id, C.tomb, big, sizeof big) == FX_EINVAL,
-          "a token over DP_TOKEN_MAX is refused");
-    CHECK(dp_transfer(C.e, B.id, B.addr, true, 0, 0, 1, 1000, on_done, &r) == FX_ESTALE,
-          "and leaves the engine without identity");
-    CHECK(dp_engine_set_identity(C.e, C.id, C.tomb, TOKEN, sizeof TOKEN - 1) == 0, "C fixed");
+}
+
+/* ---- a forged data plane ---------------------------------------------------------------- */
+
+/* Listens where a client expects node 2, answers its HELLO with a challenge
+ * made with a key it does not share with the client, and counts every byte
+ * the client sends after the HELLO until it hangs up. */
+typedef struct forged {
+    int lfd;
+    bool got_hello;
+    size_t after_hello;
+    volatile int done;
+} forged;
+
+static void *forged_server(void *arg)
+{
+    forged *f = arg;
+    int fd = accept(f->lfd, NULL, NULL);
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint8_t b[DP_HDR_LEN + DP_HELLO_LEN];
+    dp_hdr h;
+    dp_hello hello;
+    if (fd >= 0 && dp_raw_recv_all(fd, b, sizeof b)) {
+        dp_hdr_decode(b, &h);
+        f->got_hello = h.op == DP_HELLO && dp_hello_decode(b + DP_HDR_LEN, DP_HELLO_LEN, &hello) == 0;
+        dp_handshake hs = {.client_node = hello.client_node, .client_tomb = hello.client_tomb,
+                           .server_node = hello.server_node, .server_tomb = 22};
+        memcpy(hs.client_nonce, hello.nonce, DP_NONCE_LEN);
+        auth_random(hs.server_nonce, DP_NONCE_LEN);
+        auth_key k;
+        pair_key(&wrong_root, hello.client_node, hello.server_node, &k);
+        dp_challenge ch;
+        memcpy(ch.nonce, hs.server_nonce, DP_NONCE_LEN);
+        dp_handshake_prove(&k, DP_SIDE_SERVER, &hs, ch.proof);
+        uint8_t body[DP_CHALLENGE_LEN];
+        dp_challenge_encode(&ch, body);
+        dp_raw_send_hdr(fd, DP_HELLO_CHALLENGE, h.id, 0, DP_CHALLENGE_LEN);
+        dp_raw_send_all(fd, body, sizeof body);
+        uint8_t junk[4096];
+        ssize_t n;
+        while ((n = recv(fd, junk, sizeof junk, 0)) > 0)
+            f->after_hello += (size_t)n;
+    }
+    if (fd >= 0)
+        close(fd);
+    __atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static bool forged_done(void *arg)
+{
+    return __atomic_load_n(&((forged *)arg)->done, __ATOMIC_ACQUIRE);
+}
+
+static int silent_listener(int *port);
+
+static void test_forged_server(void)
+{
+    forged f = {0};
+    int port = 0;
+    f.lfd = silent_listener(&port);
+    REQUIRE(f.lfd >= 0, "a listener for the forged data plane");
+    node fake = {.id = B.id};
+    snprintf(fake.addr, sizeof fake.addr, "127.0.0.1:%d", port);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, forged_server, &f) == 0, "forged server thread");
+    result r;
+    int st = transfer(&A, &fake, true, 0, 0, 2 * MIB, 10000, &r);
+    CHECK(st == FX_ESTALE && strstr(r.detail, "peer 2 did not prove the pair key"),
+          "a data plane that cannot prove the pair key fails the pull (%d %s)", st, r.detail);
+    CHECK(run_until(forged_done, &f, WAIT_MS), "the client hung up on the forged data plane");
+    pthread_join(t, NULL);
+    close(f.lfd);
+    CHECK(f.got_hello, "the forged data plane got a well-formed HELLO");
+    CHECK(f.after_hello == 0, "and nothing after it: no proof, no READ (%zu bytes)",
+          f.after_hello);
+    CHECK(intact_outside(&A, 0, 0), "nothing was written into A");
 }
 
 /* ---- raw TCP clients ------------------------------------------------------------------------ */
@@ -692,45 +881,123 @@ static void raw_oversized_hello(int port)
     close(fd);
 }
 
+/* Expects the next reply on fd to refuse request id with (op, FX_EPROTO) and
+ * a detail holding needle, then the server to hang up; closes fd. */
+static void expect_protocol_refusal(int fd, const char *what, uint8_t op, uint64_t id,
+                                    const char *needle)
+{
+    dp_hdr h;
+    char detail[DP_DETAIL_MAX + 1];
+    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
+    CHECK(got && h.op == op && h.id == id && h.status == FX_EPROTO && strstr(detail, needle),
+          "%s: refused with FX_EPROTO (%d) and a detail (%s)", what, got ? h.status : 0,
+          got ? detail : "no reply");
+    CHECK(dp_raw_hung_up(fd), "%s: then the server hung up", what);
+    close(fd);
+}
+
 static void raw_read_before_hello(int port)
 {
     int fd = raw_connect(port);
     dp_raw_send_hdr(fd, DP_READ, 77, 0, 100);
     dp_raw_send_hdr(fd, DP_READ, 78, 100, 100); /* pipelined, must not be answered */
-    dp_hdr h;
-    char detail[DP_DETAIL_MAX + 1];
-    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
-    CHECK(got && h.op == DP_READ_DATA && h.id == 77 && h.status == FX_EPROTO &&
-              strstr(detail, "before"),
-          "READ before HELLO: refused with FX_EPROTO (%d) and a detail (%s)", got ? h.status : 0,
-          got ? detail : "no reply");
-    CHECK(dp_raw_hung_up(fd), "READ before HELLO: then the server hung up");
-    close(fd);
+    expect_protocol_refusal(fd, "READ before HELLO", DP_READ_DATA, 77, "before");
 }
 
-static void raw_bad_token(int port)
+/* What a raw client claims when it speaks to B as node `id` of the table. */
+static dp_handshake claim_to_b(uint32_t id, uint64_t tomb)
+{
+    return (dp_handshake){.client_node = id, .client_tomb = tomb, .server_node = B.id,
+                          .server_tomb = B.tomb};
+}
+
+/* A connection to B whose handshake as node id passed (-1 if it did not). */
+static int raw_authed(int port, uint32_t id)
+{
+    uint64_t tomb = 0;
+    member_tomb(id, &tomb);
+    auth_key k;
+    pair_key(&root, id, B.id, &k);
+    int fd = raw_connect(port);
+    dp_handshake hs = claim_to_b(id, tomb);
+    dp_raw_outcome o;
+    if (dp_raw_handshake(fd, &hs, &k, &o) == DP_RAW_ACCEPTED && o.server_proved)
+        return fd;
+    fprintf(stderr, "  raw handshake as node %u: end %d, status %d, %s\n", id, o.end, o.status,
+            o.detail);
+    close(fd);
+    return -1;
+}
+
+static void raw_stranger(int port)
 {
     int fd = raw_connect(port);
-    static const uint8_t bad[] = "guess";
-    dp_raw_send_hello(fd, 1, 11, bad, sizeof bad - 1);
-    dp_hdr h;
-    char detail[DP_DETAIL_MAX + 1];
-    bool got = dp_raw_recv_reply(fd, &h, detail, sizeof detail);
-    CHECK(got && h.op == DP_HELLO_REFUSED && h.id == 42 && h.status == FX_ESTALE,
-          "a raw hello with a bad token is refused (%s)", got ? detail : "no reply");
-    CHECK(dp_raw_hung_up(fd), "bad token: then the server hung up");
+    auth_key made_up;
+    auth_random(&made_up, sizeof made_up);
+    dp_handshake hs = claim_to_b(4242, 1);
+    dp_raw_outcome o;
+    dp_raw_handshake(fd, &hs, &made_up, &o);
+    CHECK(o.end == DP_RAW_REFUSED_HELLO && o.status == FX_ESTALE &&
+              strstr(o.detail, "not a live member"),
+          "a stranger's hello is refused with FX_ESTALE (end %d: %s)", o.end, o.detail);
+    CHECK(dp_raw_hung_up(fd), "stranger: then the server hung up");
     close(fd);
 }
 
-/* A well-behaved raw client: HELLO, a READ and a WRITE, then a READ out of range. */
+/* Node 1's identity with a key that is not K_12: B's proof does not check
+ * out, and the proof made anyway is refused. */
+static void raw_wrong_proof(int port)
+{
+    int fd = raw_connect(port);
+    auth_key k;
+    pair_key(&wrong_root, 1, B.id, &k);
+    dp_handshake hs = claim_to_b(1, 11);
+    dp_raw_outcome o;
+    dp_raw_handshake(fd, &hs, &k, &o);
+    CHECK(!o.server_proved, "B's challenge does not prove a key B does not hold");
+    CHECK(o.end == DP_RAW_REFUSED_PROOF && o.status == FX_ESTALE &&
+              strstr(o.detail, "node 1 failed to prove its pair key"),
+          "a proof made with the wrong key is refused with FX_ESTALE (end %d: %s)", o.end,
+          o.detail);
+    CHECK(dp_raw_hung_up(fd), "wrong proof: then the server hung up");
+    close(fd);
+}
+
+/* A READ after the challenge, without the proof: refused like one before HELLO. */
+static void raw_read_after_challenge(int port)
+{
+    int fd = raw_connect(port);
+    dp_raw_send_hello(fd, &(dp_hello){.client_tomb = 11, .client_node = 1, .server_node = B.id});
+    dp_hdr h;
+    char detail[DP_DETAIL_MAX + 1];
+    uint8_t body[DP_CHALLENGE_LEN];
+    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_CHALLENGE &&
+              h.id == DP_RAW_HELLO_ID && dp_raw_recv_all(fd, body, sizeof body),
+          "a member's hello is challenged");
+    dp_raw_send_hdr(fd, DP_READ, 9, 0, 100);
+    expect_protocol_refusal(fd, "READ before the proof", DP_READ_DATA, 9,
+                            "before a successful HELLO");
+}
+
+static void raw_proof_before_hello(int port)
+{
+    int fd = raw_connect(port);
+    uint8_t proof[DP_PROOF_LEN] = {0};
+    dp_raw_send_hdr(fd, DP_HELLO_PROOF, 3, 0, DP_PROOF_LEN);
+    dp_raw_send_all(fd, proof, sizeof proof);
+    expect_protocol_refusal(fd, "HELLO_PROOF before HELLO", DP_HELLO_REFUSED, 3,
+                            "without a pending HELLO_CHALLENGE");
+}
+
+/* A well-behaved raw client: the handshake, a READ and a WRITE, then a READ out of range. */
 static void raw_conforming(int port)
 {
-    int fd = raw_connect(port);
-    dp_raw_send_hello(fd, 1, 11, TOKEN, sizeof TOKEN - 1);
+    int fd = raw_authed(port, 1);
+    CHECK(fd >= 0, "raw handshake as node 1 with K_12 passes, and B proved K_12");
+    if (fd < 0)
+        return;
     dp_hdr h;
     char detail[DP_DETAIL_MAX + 1];
-    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK && h.id == 42,
-          "raw hello accepted");
     dp_raw_send_hdr(fd, DP_READ, 5, 1001, 333);
     uint8_t data[333];
     CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_READ_DATA && h.id == 5 &&
@@ -756,12 +1023,10 @@ static void raw_conforming(int port)
 /* Half a WRITE payload, then gone: no ack, the server just closes. */
 static void raw_half_write(int port)
 {
-    int fd = raw_connect(port);
-    dp_raw_send_hello(fd, 1, 11, TOKEN, sizeof TOKEN - 1);
-    dp_hdr h;
-    char detail[DP_DETAIL_MAX + 1];
-    CHECK(dp_raw_recv_reply(fd, &h, detail, sizeof detail) && h.op == DP_HELLO_OK,
-          "hello accepted");
+    int fd = raw_authed(port, 1);
+    CHECK(fd >= 0, "handshake passed");
+    if (fd < 0)
+        return;
     uint8_t w[100];
     memset(w, 0xcd, sizeof w);
     dp_raw_send_hdr(fd, DP_WRITE, 8, 20000, 1000);
@@ -798,7 +1063,10 @@ static void *raw_thread(void *arg)
     raw_truncated(j->port);
     raw_oversized_hello(j->port);
     raw_read_before_hello(j->port);
-    raw_bad_token(j->port);
+    raw_stranger(j->port);
+    raw_wrong_proof(j->port);
+    raw_read_after_challenge(j->port);
+    raw_proof_before_hello(j->port);
     raw_conforming(j->port);
     raw_half_write(j->port);
     raw_lingering(j->port);
@@ -839,6 +1107,70 @@ static void test_raw_clients(void)
     push_ok(99, 101, 2 * MIB + 1);
 }
 
+/* ---- a peer that left ------------------------------------------------------------------------ */
+
+/* Node 1 and node 3 hold authenticated connections to B; when B forgets
+ * node 1 (it left the member table), node 1's connection closes at once and
+ * node 3's is served on. */
+typedef struct leaver {
+    int port;
+    int stage; /* 1: both connections passed (thread); 2: B forgot node 1 (main); 3: done */
+} leaver;
+
+static void *leaver_thread(void *arg)
+{
+    leaver *l = arg;
+    int gone = raw_authed(l->port, 1);
+    int stays = raw_authed(l->port, 3);
+    CHECK(gone >= 0 && stays >= 0, "node 1 and node 3 connected to B");
+    __atomic_store_n(&l->stage, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&l->stage, __ATOMIC_ACQUIRE) < 2)
+        usleep(1000);
+    if (gone >= 0) {
+        CHECK(dp_raw_hung_up(gone), "B closed node 1's authenticated connection when it left");
+        close(gone);
+    }
+    if (stays >= 0) {
+        dp_raw_send_hdr(stays, DP_READ, 12, 4096, 64);
+        dp_hdr h;
+        char detail[DP_DETAIL_MAX + 1];
+        uint8_t data[64];
+        CHECK(dp_raw_recv_reply(stays, &h, detail, sizeof detail) && h.op == DP_READ_DATA &&
+                  h.status == 0 && dp_raw_recv_all(stays, data, sizeof data) &&
+                  holds(data, 0, B.seed, 4096, sizeof data),
+              "node 3's connection is served on");
+        close(stays);
+    }
+    __atomic_store_n(&l->stage, 3, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static bool leaver_ready(void *arg)
+{
+    return __atomic_load_n(&((leaver *)arg)->stage, __ATOMIC_ACQUIRE) >= 1;
+}
+
+static bool leaver_done(void *arg)
+{
+    return __atomic_load_n(&((leaver *)arg)->stage, __ATOMIC_ACQUIRE) >= 3;
+}
+
+static void test_forget_peer(void)
+{
+    leaver l = {.port = dp_engine_port(B.e)};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, leaver_thread, &l) == 0, "leaver thread");
+    bool ready = run_until(leaver_ready, &l, WAIT_MS);
+    CHECK(ready, "the raw connections passed their handshakes");
+    dp_engine_forget_peer(B.e, A.id);
+    __atomic_store_n(&l.stage, 2, __ATOMIC_RELEASE);
+    CHECK(run_until(leaver_done, &l, WAIT_MS), "the leaver thread finished");
+    pthread_join(t, NULL);
+    /* A's own connections to B went the same way; B's table still lists A,
+     * so A connects and proves itself afresh. */
+    pull_ok(77, 7777, MIB + 5);
+}
+
 /* ---- failures of the peer ----------------------------------------------------------------------- */
 
 typedef struct served {
@@ -853,8 +1185,6 @@ static bool has_served(void *arg)
     dp_engine_stats(s->n->e, &st);
     return st.bytes_served >= s->at_least;
 }
-
-static int silent_listener(int *port);
 
 static void test_peer_closes(void)
 {
@@ -997,7 +1327,11 @@ int main(void)
 {
     test_codec_layout();
     test_codec_check();
-    test_codec_hello_range();
+    test_codec_handshake_range();
+    REQUIRE(auth_init() == 0, "libsodium starts");
+    auth_random(&root, sizeof root);
+    auth_random(&wrong_root, sizeof wrong_root);
+    test_transcript_proofs();
 
     signal(SIGPIPE, SIG_IGN); /* as the owner does: libuv writes with write(2) */
     int err = 0;
@@ -1021,8 +1355,10 @@ int main(void)
     test_chained();
     test_local_range();
     test_remote_range();
-    test_identity();
+    test_handshake();
+    test_forged_server();
     test_raw_clients();
+    test_forget_peer();
     test_peer_closes();
     test_timeouts();
     node E, F = {0};

@@ -4,6 +4,7 @@
 #include "dp_raw.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -52,18 +53,12 @@ void dp_raw_send_hdr(int fd, uint8_t op, uint64_t id, uint64_t off, uint32_t len
     dp_raw_send_all(fd, b, sizeof b);
 }
 
-size_t dp_raw_send_hello(int fd, uint32_t node, uint64_t tomb, const uint8_t *tok,
-                         size_t toklen)
+void dp_raw_send_hello(int fd, const dp_hello *hello)
 {
-    uint8_t body[DP_HELLO_MAX_BODY];
-    size_t n = dp_hello_encode(&(dp_hello){.tomb_tag = tomb, .node_id = node, .token = tok,
-                                           .token_len = toklen},
-                               body, sizeof body);
-    if (n == 0)
-        return 0;
-    dp_raw_send_hdr(fd, DP_HELLO, 42, 0, (uint32_t)n);
-    dp_raw_send_all(fd, body, n);
-    return n;
+    uint8_t body[DP_HELLO_LEN];
+    dp_hello_encode(hello, body);
+    dp_raw_send_hdr(fd, DP_HELLO, DP_RAW_HELLO_ID, 0, DP_HELLO_LEN);
+    dp_raw_send_all(fd, body, sizeof body);
 }
 
 bool dp_raw_recv_reply(int fd, dp_hdr *h, char *detail, size_t cap)
@@ -81,4 +76,59 @@ bool dp_raw_recv_reply(int fd, dp_hdr *h, char *detail, size_t cap)
         detail[h->len] = 0;
     }
     return true;
+}
+
+/* Reads the answer to handshake request id: true for want (its body, if any,
+ * into body), false with out filled for anything else. */
+static bool handshake_reply(int fd, uint64_t id, uint8_t want, uint8_t *body,
+                            enum dp_raw_end refused, dp_raw_outcome *out)
+{
+    dp_hdr h;
+    if (!dp_raw_recv_reply(fd, &h, out->detail, sizeof out->detail) || h.id != id) {
+        out->end = DP_RAW_BROKEN;
+        return false;
+    }
+    if (h.op == DP_HELLO_REFUSED) {
+        out->end = refused;
+        out->status = h.status;
+        return false;
+    }
+    if (h.op != want || (h.len && !dp_raw_recv_all(fd, body, h.len))) {
+        out->end = DP_RAW_BROKEN;
+        return false;
+    }
+    return true;
+}
+
+enum dp_raw_end dp_raw_handshake(int fd, const dp_handshake *claim, const auth_key *key,
+                                 dp_raw_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    if (auth_init() < 0) {
+        out->end = DP_RAW_BROKEN;
+        return out->end;
+    }
+    dp_handshake hs = *claim;
+    auth_random(hs.client_nonce, DP_NONCE_LEN);
+    dp_hello hello = {.client_tomb = hs.client_tomb, .client_node = hs.client_node,
+                      .server_node = hs.server_node};
+    memcpy(hello.nonce, hs.client_nonce, DP_NONCE_LEN);
+    dp_raw_send_hello(fd, &hello);
+
+    uint8_t chbuf[DP_CHALLENGE_LEN];
+    if (!handshake_reply(fd, DP_RAW_HELLO_ID, DP_HELLO_CHALLENGE, chbuf, DP_RAW_REFUSED_HELLO,
+                         out))
+        return out->end;
+    dp_challenge ch;
+    dp_challenge_decode(chbuf, sizeof chbuf, &ch);
+    memcpy(hs.server_nonce, ch.nonce, DP_NONCE_LEN);
+    out->server_proved = dp_handshake_check(key, DP_SIDE_SERVER, &hs, ch.proof);
+    uint8_t proof[DP_PROOF_LEN];
+    dp_handshake_prove(key, DP_SIDE_CLIENT, &hs, proof);
+    dp_raw_send_hdr(fd, DP_HELLO_PROOF, DP_RAW_PROOF_ID, 0, DP_PROOF_LEN);
+    dp_raw_send_all(fd, proof, sizeof proof);
+    if (!handshake_reply(fd, DP_RAW_PROOF_ID, DP_HELLO_OK, NULL, DP_RAW_REFUSED_PROOF, out))
+        return out->end;
+    out->end = DP_RAW_ACCEPTED;
+    return out->end;
 }

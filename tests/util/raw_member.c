@@ -184,8 +184,6 @@ int raw_member_register_secret(raw_member *rm, const char *master_addr, const ch
     Fx__RegisterResp *r = (Fx__RegisterResp *)m;
     rm->node_id = r->node_id;
     rm->tomb_tag = r->tomb_tag;
-    rm->token_len = r->data_token.len < sizeof rm->token ? r->data_token.len : sizeof rm->token;
-    memcpy(rm->token, r->data_token.data, rm->token_len);
     msg_free(m);
     raw_member_poll(rm, 50);
     return 0;
@@ -223,14 +221,30 @@ int raw_member_route(raw_member *rm, const char *key, raw_route *out)
     return status;
 }
 
+/* node_id's entry in the last member table, or NULL. */
+static const Fx__MemberInfo *table_entry(const raw_member *rm, uint32_t node_id)
+{
+    for (size_t i = 0; rm->members && i < rm->members->n_members; i++)
+        if (rm->members->members[i]->node_id == node_id)
+            return rm->members->members[i];
+    return NULL;
+}
+
 const char *raw_member_data_addr(raw_member *rm, uint32_t node_id)
 {
-    if (!rm->members)
-        return "";
-    for (size_t i = 0; i < rm->members->n_members; i++)
-        if (rm->members->members[i]->node_id == node_id)
-            return rm->members->members[i]->data_addr;
-    return "";
+    const Fx__MemberInfo *m = table_entry(rm, node_id);
+    return m ? m->data_addr : "";
+}
+
+bool raw_member_pair_key(const raw_member *rm, uint32_t node_id, uint64_t *tomb_tag,
+                         auth_key *key)
+{
+    const Fx__MemberInfo *m = table_entry(rm, node_id);
+    if (!m || m->pair_key.len != AUTH_KEY_LEN)
+        return false;
+    *tomb_tag = m->tomb_tag;
+    memcpy(key->bytes, m->pair_key.data, AUTH_KEY_LEN);
+    return true;
 }
 
 int raw_member_heartbeat(raw_member *rm)

@@ -4,9 +4,10 @@
  *
  * Tests use it to ask the master what it knows (RouteInfo), to hold master
  * state (a GetStart that never ends takes a durable slot), and to obtain a
- * registered identity and the data-plane token for probing an owner's data
- * plane. One-way pushes from the master (MemberTable, invalidations) are
- * skipped while waiting for a response; the last MemberTable is kept.
+ * registered identity and the data-plane pair keys (from its copy of the
+ * member table) for probing an owner's data plane. One-way pushes from the
+ * master (MemberTable, invalidations) are skipped while waiting for a
+ * response; the last MemberTable is kept.
  */
 #ifndef FX_TESTS_RAW_MEMBER_H
 #define FX_TESTS_RAW_MEMBER_H
@@ -15,14 +16,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/auth_key.h"
 #include "net/msg.h"
 
 typedef struct raw_member {
     int fd;
     uint32_t node_id;
     uint64_t tomb_tag;
-    uint8_t token[64];
-    size_t token_len;
     uint64_t next_req;
     Fx__MemberTableReq *members; /* the last table pushed, or NULL */
 } raw_member;
@@ -57,6 +57,11 @@ typedef struct raw_route {
 int raw_member_route(raw_member *rm, const char *key, raw_route *out);
 /* The data-plane address of node_id from the last member table ("" if unknown). */
 const char *raw_member_data_addr(raw_member *rm, uint32_t node_id);
+/* The pair key the last member table gave us for node_id, and node_id's
+ * tomb tag: true, or false when the table does not list node_id or carries
+ * no key of AUTH_KEY_LEN bytes for it (our own entry never does). */
+bool raw_member_pair_key(const raw_member *rm, uint32_t node_id, uint64_t *tomb_tag,
+                         auth_key *key);
 /* Reads pushes for up to ms (to pick up a member table). */
 void raw_member_poll(raw_member *rm, int ms);
 /* Sends one heartbeat (the master drops members that stay silent). */

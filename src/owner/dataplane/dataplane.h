@@ -11,13 +11,20 @@
  * No byte is copied in user space: payload goes from the segment to the
  * socket and from the socket to the segment (wire format in dp_frame.h).
  *
- * Trust: a peer's connection starts with a HELLO carrying its node id, its
- * incarnation (tomb_tag) and the cluster's data token from the master. The
- * server answers nothing else until the HELLO passed: the token must match
- * ours and the member check must say the node is a live member. Every READ
- * and WRITE range is checked against our segment before a byte moves. A
- * refused or malformed request is logged (WARN, naming the peer) and ends
- * that connection; other peers are served on.
+ * Trust: nothing moves before a connection's handshake passed (dp_frame.h,
+ * dp_handshake.h). The client names itself (node id, incarnation) and the
+ * node it means to reach; the server answers only a live member of the
+ * master's table with that very incarnation, and both prove, over fresh
+ * nonces from each side, that they hold the pair key the master derived for
+ * exactly these two incarnations (MemberInfo.pair_key). No member knows the
+ * key of a pair it is not in, so none can pass for another, and a member that
+ * leaves or re-registers loses its keys with its incarnation: the owner's
+ * member table forgets it, new hellos are refused and dp_engine_forget_peer()
+ * closes its connections, inbound ones included. The server proves first, so
+ * a client sends no request to a data plane that cannot. Every READ and WRITE
+ * range is checked against our segment before a byte moves. A refused or
+ * malformed request is logged (WARN, naming the peer) and ends that
+ * connection; other peers are served on.
  *
  * Transfers are split into DP_CHUNK chunks with up to DP_MAX_INFLIGHT in
  * flight; each runs on one of at most DP_CONNS_PER_PEER connections to its
@@ -42,6 +49,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "net/auth_key.h"
+
 #define DP_CHUNK (1u << 20)      /* bytes per READ/WRITE request */
 #define DP_MAX_INFLIGHT 8        /* requests in flight per transfer */
 #define DP_CONNS_PER_PEER 2      /* connections kept to one peer */
@@ -50,9 +59,12 @@
 
 typedef struct dp_engine dp_engine;
 
-/* Called for every inbound hello that carried the right token: true when
- * node_id with incarnation tomb_tag is a live registered member. */
-typedef bool (*dp_member_check_fn)(void *ud, uint32_t node_id, uint64_t tomb_tag);
+/* The pair key we share with node_id (from the master's member table): true
+ * with node_id's live incarnation in *tomb_tag and the key in *key, false when
+ * node_id is not a live member or we hold no key for it. Called on every
+ * handshake, inbound and outbound; the engine wipes its copy of the key after
+ * use and keeps none. */
+typedef bool (*dp_peer_key_fn)(void *ud, uint32_t node_id, uint64_t *tomb_tag, auth_key *key);
 /* A transfer's result: status 0 or an FX_E* code; detail ("" on success) says
  * what failed and names the peer. detail is valid during the call only. */
 typedef void (*dp_done_fn)(int status, const char *detail, void *ud);
@@ -72,8 +84,8 @@ typedef struct dp_stats {
  * +seg_size) is this owner's segment, which must outlive the engine. Returns
  * the engine (the caller frees it with dp_engine_close() + dp_engine_free()),
  * or NULL with a negative errno in *err (-EINVAL for a malformed address, a
- * UV_EAI_* code for a name that does not resolve, or the bind/listen error,
- * e.g. UV_EADDRINUSE). After a failure the handles it
+ * UV_EAI_* code for a name that does not resolve, -EIO when libsodium cannot
+ * start, or the bind/listen error, e.g. UV_EADDRINUSE). After a failure the handles it
  * opened still close, and their memory goes, on the next run of the loop. */
 dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
                          const char *listen_addr, int *err);
@@ -82,17 +94,16 @@ int dp_engine_port(const dp_engine *e);
 /* The bound address (the port included). Returns 0 or a libuv error. */
 int dp_engine_address(const dp_engine *e, struct sockaddr_storage *out);
 
-/* Our identity for outbound hellos and the token inbound peers must present
- * (given by the master at Register; the token is copied). Until it is set,
- * every inbound hello is refused and dp_transfer() fails. Changing an
- * identity already set (re-registration) closes every connection, inbound
- * and outbound, and fails every pending transfer with FX_ESTALE (their
- * callbacks run inside this call). Returns 0, or FX_EINVAL when the token is
- * longer than DP_TOKEN_MAX (the identity is then unset). */
-int dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag,
-                           const uint8_t *token, size_t token_len);
-/* Without a member check, a hello with the right token is enough. */
-void dp_engine_set_member_check(dp_engine *e, dp_member_check_fn fn, void *ud);
+/* Our identity (given by the master at Register): what our hellos claim and
+ * what inbound hellos must name as their server. Until it is set, every
+ * inbound hello is refused and dp_transfer() fails. Changing an identity
+ * already set (re-registration) closes every connection, inbound and
+ * outbound, and fails every pending transfer with FX_ESTALE (their callbacks
+ * run inside this call). */
+void dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag);
+/* Where handshakes look up pair keys. Without it every handshake fails, both
+ * ways. */
+void dp_engine_set_peer_keys(dp_engine *e, dp_peer_key_fn fn, void *ud);
 
 /* Starts a transfer with peer_node, whose data plane listens on peer_addr
  * ("HOST:PORT": a literal is dialled at once, a name is looked up on libuv's
@@ -104,8 +115,10 @@ void dp_engine_set_member_check(dp_engine *e, dp_member_check_fn fn, void *ud);
  * inside dp_transfer(): with 0 when every byte arrived (len 0 completes with 0
  * on the next loop iteration), FX_ETIMEDOUT after timeout_ms (0: no timeout;
  * the connection is closed, it is mid-stream), FX_ECONN when the connection
- * fails or the engine closes, FX_ESTALE when the peer refused our hello (bad
- * token, not a live member), FX_EINVAL when it refused the range, FX_EPROTO
+ * fails or the engine closes, FX_ESTALE when the handshake failed (the peer
+ * refused our hello or our proof, the peer is not a live member for us, or it
+ * did not prove the pair key: then it got no request), FX_EINVAL when it
+ * refused the range, FX_EPROTO
  * on a malformed reply. Transfers sharing a connection that had to close fail
  * with FX_ECONN. On failure the target range may hold part of the bytes.
  * Returns without calling cb: FX_EINVAL (bad address, our range outside the
@@ -118,7 +131,9 @@ int dp_transfer(dp_engine *e, uint32_t peer_node, const char *peer_addr, bool pe
 /* node_id left the cluster (the master's member table no longer lists it):
  * closes our connections to it and fails its transfers, queued or running,
  * with FX_ECONN, instead of letting them wait for their timeout on a peer
- * that may be frozen. Runs transfer callbacks. */
+ * that may be frozen; closes its connections to us (authenticated or in the
+ * middle of the handshake), so its credentials stop working at once. Runs
+ * transfer callbacks. */
 void dp_engine_forget_peer(dp_engine *e, uint32_t node_id);
 
 /* Counters since the engine started. */

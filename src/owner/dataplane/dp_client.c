@@ -2,6 +2,13 @@
  * dp_client.c - the outbound side of the data plane: transfers, the peers
  * they go to, and the connections kept to each peer.
  *
+ * A connection starts with the handshake (dp_handshake.h): HELLO with a fresh
+ * nonce; the server's HELLO_CHALLENGE must prove the pair key we share with
+ * the peer node the transfer named (else the connection fails with
+ * FX_ESTALE before we sent it anything but the hello); then our HELLO_PROOF,
+ * and requests go out once HELLO_OK came. Connections are reused across
+ * transfers, so this happens once per connection.
+ *
  * A transfer is queued by dp_transfer() and started from the engine timer on
  * the next loop iteration (so no callback ever runs inside dp_transfer()). It
  * then runs on one connection to its peer: the least busy of at most
@@ -46,8 +53,13 @@
 #define DP_ADDR_MAX 264
 #define DP_DETAIL_LEN 1024 /* room for a peer named by a long host name */
 
-enum cstate { C_CONNECTING, C_HELLO, C_READY };
-enum crx { CRX_HDR, CRX_PAYLOAD, CRX_DETAIL };
+enum cstate {
+    C_CONNECTING,
+    C_HELLO, /* HELLO sent, waiting for HELLO_CHALLENGE */
+    C_PROOF, /* HELLO_PROOF sent, waiting for HELLO_OK */
+    C_READY,
+};
+enum crx { CRX_HDR, CRX_PAYLOAD, CRX_DETAIL, CRX_CHALLENGE };
 
 struct dp_cconn;
 
@@ -101,24 +113,27 @@ typedef struct dp_cconn {
     addr_lookup lookup; /* the peer's name, while resolving */
     bool resolving;
     bool has_tcp;
-    uv_write_t hello_req;
+    uv_write_t hello_req, proof_req;
     dp_engine *e;
     dp_peer *peer; /* NULL once closing */
+    uint32_t node; /* the peer's node id */
     char name[DP_ADDR_MAX + 32]; /* "peer 3 (127.0.0.1:5555)", "peer 3 ([::1]:5555)" */
     enum cstate state;
     bool closing;
     dp_xfer *xfers; /* started on this connection, not finished */
     int nxfers;
     dp_chunk *fifo_head, *fifo_tail;
-    uint64_t hello_id;
+    uint64_t hs_id; /* the handshake request waiting for its answer */
+    dp_handshake hs;
     enum crx rx;
     uint32_t got; /* bytes of the current unit received */
     uint8_t hbuf[DP_HDR_LEN];
     dp_hdr cur; /* the reply being received */
     uint8_t *dst;
     char detail[DP_DETAIL_MAX + 1];
-    uint8_t hello_hdr[DP_HDR_LEN];
-    uint8_t hello_body[DP_HELLO_MAX_BODY];
+    uint8_t challenge[DP_CHALLENGE_LEN];
+    uint8_t hello_hdr[DP_HDR_LEN], proof_hdr[DP_HDR_LEN];
+    uint8_t hello_body[DP_HELLO_LEN], proof_body[DP_PROOF_LEN];
 } dp_cconn;
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
@@ -215,36 +230,76 @@ static void cconn_fail(dp_cconn *c, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    if (status == FX_EPROTO)
+    if (status == FX_EPROTO || status == FX_ESTALE)
         FX_LOG(WARN, "data plane: %s", detail);
     else
         FX_LOG(INFO, "data plane: %s", detail);
     cconn_close(c, NULL, 0, NULL, status, detail);
 }
 
-static void on_hello_written(uv_write_t *req, int status)
+static void on_handshake_written(uv_write_t *req, int status)
 {
     dp_cconn *c = req->data;
     if (status < 0 && status != UV_ECANCELED)
-        cconn_fail(c, FX_ECONN, "cannot send the hello to %s: %s", c->name, uv_strerror(status));
+        cconn_fail(c, FX_ECONN, "cannot send the handshake to %s: %s", c->name,
+                   uv_strerror(status));
+}
+
+/* Sends handshake request op (HELLO or HELLO_PROOF): hdr_buf, then the n
+ * bytes at body (both inside c, so they live until the write completes). */
+static void send_handshake(dp_cconn *c, uv_write_t *req, uint8_t op, uint8_t *hdr_buf,
+                           uint8_t *body, uint32_t n, enum cstate next)
+{
+    c->hs_id = c->e->next_id++;
+    dp_hdr h = {.op = op, .id = c->hs_id, .len = n};
+    dp_hdr_encode(&h, hdr_buf);
+    uv_buf_t bufs[2] = {uv_buf_init((char *)hdr_buf, DP_HDR_LEN), uv_buf_init((char *)body, n)};
+    req->data = c;
+    c->state = next;
+    int r = uv_write(req, (uv_stream_t *)&c->tcp, bufs, 2, on_handshake_written);
+    if (r < 0)
+        cconn_fail(c, FX_ECONN, "cannot send the %s to %s: %s", dp_op_name(op), c->name,
+                   uv_strerror(r));
 }
 
 static void send_hello(dp_cconn *c)
 {
     dp_engine *e = c->e;
-    dp_hello h = {.tomb_tag = e->tomb_tag, .node_id = e->node_id, .token = e->token,
-                  .token_len = e->token_len};
-    size_t n = dp_hello_encode(&h, c->hello_body, sizeof c->hello_body);
-    c->hello_id = e->next_id++;
-    dp_hdr hh = {.op = DP_HELLO, .id = c->hello_id, .len = (uint32_t)n};
-    dp_hdr_encode(&hh, c->hello_hdr);
-    uv_buf_t bufs[2] = {uv_buf_init((char *)c->hello_hdr, DP_HDR_LEN),
-                        uv_buf_init((char *)c->hello_body, (unsigned)n)};
-    c->hello_req.data = c;
-    c->state = C_HELLO;
-    int r = uv_write(&c->hello_req, (uv_stream_t *)&c->tcp, bufs, 2, on_hello_written);
-    if (r < 0)
-        cconn_fail(c, FX_ECONN, "cannot send the hello to %s: %s", c->name, uv_strerror(r));
+    c->hs = (dp_handshake){.client_node = e->node_id, .client_tomb = e->tomb_tag,
+                           .server_node = c->node};
+    auth_random(c->hs.client_nonce, DP_NONCE_LEN);
+    dp_hello h = {.client_tomb = e->tomb_tag, .client_node = e->node_id, .server_node = c->node};
+    memcpy(h.nonce, c->hs.client_nonce, DP_NONCE_LEN);
+    dp_hello_encode(&h, c->hello_body);
+    send_handshake(c, &c->hello_req, DP_HELLO, c->hello_hdr, c->hello_body, DP_HELLO_LEN,
+                   C_HELLO);
+}
+
+/* The server's challenge: it must prove the pair key of our two incarnations
+ * (its live one from our member table) before it gets our proof. */
+static void on_challenge(dp_cconn *c)
+{
+    dp_challenge ch;
+    dp_challenge_decode(c->challenge, sizeof c->challenge, &ch); /* length checked */
+    const char *addr = c->peer->addr; /* not closing: still attached */
+    auth_key key;
+    if (!dp_peer_key(c->e, c->node, &c->hs.server_tomb, &key)) {
+        cconn_fail(c, FX_ESTALE, "peer %u (at %s) is not a live member: we hold no pair key for it",
+                   c->node, addr);
+        return;
+    }
+    memcpy(c->hs.server_nonce, ch.nonce, DP_NONCE_LEN);
+    bool ok = dp_handshake_check(&key, DP_SIDE_SERVER, &c->hs, ch.proof);
+    if (ok)
+        dp_handshake_prove(&key, DP_SIDE_CLIENT, &c->hs, c->proof_body);
+    auth_key_wipe(&key);
+    if (!ok) {
+        cconn_fail(c, FX_ESTALE, "peer %u did not prove the pair key (at %s): it got no request",
+                   c->node, addr);
+        return;
+    }
+    send_handshake(c, &c->proof_req, DP_HELLO_PROOF, c->proof_hdr, c->proof_body, DP_PROOF_LEN,
+                   C_PROOF);
 }
 
 static void on_connected(uv_connect_t *req, int status)
@@ -321,6 +376,7 @@ static dp_cconn *cconn_open(dp_engine *e, dp_peer *p, int slot, char *err, size_
         return NULL;
     }
     c->e = e;
+    c->node = p->node;
     snprintf(c->name, sizeof c->name, "peer %u (%s)", p->node, p->addr);
     e->handles++; /* the lookup, then the socket */
     e->stats.conns_opened++;
@@ -531,12 +587,18 @@ static void on_refusal(dp_cconn *c)
     cconn_close(c, k->x, c->cur.status, detail, FX_ECONN, others);
 }
 
-static void on_hello_reply(dp_cconn *c)
+/* A reply while the handshake runs: HELLO_CHALLENGE after our HELLO,
+ * HELLO_OK after our proof, or a refusal of either. */
+static void on_handshake_reply(dp_cconn *c)
 {
     const dp_hdr *h = &c->cur;
-    if (h->id != c->hello_id || (h->op != DP_HELLO_OK && h->op != DP_HELLO_REFUSED)) {
-        cconn_fail(c, FX_EPROTO, "%s answered our hello with %s (id %llu)", c->name,
-                   dp_op_name(h->op), (unsigned long long)h->id);
+    uint8_t want = c->state == C_HELLO ? DP_HELLO_CHALLENGE : DP_HELLO_OK;
+    if (h->id != c->hs_id || (h->op != want && h->op != DP_HELLO_REFUSED)) {
+        cconn_fail(c, FX_EPROTO, "%s answered our %s with %s (id %llu)", c->name,
+                   c->state == C_HELLO ? "hello" : "proof", dp_op_name(h->op),
+                   (unsigned long long)h->id);
+    } else if (h->op == DP_HELLO_CHALLENGE) {
+        c->rx = CRX_CHALLENGE;
     } else if (h->op == DP_HELLO_OK) {
         on_ready(c);
     } else if (h->len) {
@@ -585,8 +647,8 @@ static void on_header(dp_cconn *c)
                    c->cur.op, c->cur.len, c->cur.status);
         return;
     }
-    if (c->state == C_HELLO)
-        on_hello_reply(c);
+    if (c->state == C_HELLO || c->state == C_PROOF)
+        on_handshake_reply(c);
     else
         on_chunk_reply(c);
 }
@@ -604,6 +666,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         break;
     case CRX_DETAIL:
         *buf = uv_buf_init(c->detail + c->got, c->cur.len - c->got);
+        break;
+    case CRX_CHALLENGE:
+        *buf = uv_buf_init((char *)c->challenge + c->got, c->cur.len - c->got);
         break;
     }
 }
@@ -630,6 +695,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         on_header(c);
     else if (rx == CRX_DETAIL)
         on_refusal(c);
+    else if (rx == CRX_CHALLENGE)
+        on_challenge(c);
     else
         chunk_done(c);
 }
@@ -770,7 +837,7 @@ void dp_client_close_all(dp_engine *e, int status, const char *detail)
         xfer_finish(e->queued, status, detail);
 }
 
-void dp_engine_forget_peer(dp_engine *e, uint32_t node_id)
+void dp_client_forget_peer(dp_engine *e, uint32_t node_id)
 {
     char detail[DP_DETAIL_LEN];
     snprintf(detail, sizeof detail, "peer %u left the cluster", node_id);

@@ -1,8 +1,9 @@
 /*
- * dp_engine.c - the data-plane engine: its listener, identity, the one timer
- * that drives queued starts, timeouts and lingers, socket tuning, and the
- * close/free sequence (see dataplane.h). The inbound protocol lives in
- * dp_server.c, the outbound one in dp_client.c.
+ * dp_engine.c - the data-plane engine: its listener, identity and pair-key
+ * lookup, forgetting a peer that left, the one timer that drives queued
+ * starts, timeouts and lingers, socket tuning, and the close/free sequence
+ * (see dataplane.h). The inbound protocol lives in dp_server.c, the outbound
+ * one in dp_client.c.
  */
 #include "owner/dataplane/dp_internal.h"
 
@@ -106,6 +107,10 @@ dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
         *err = r;
         return NULL;
     }
+    if (auth_init() < 0) { /* nonces and proofs need libsodium */
+        *err = -EIO;
+        return NULL;
+    }
     dp_engine *e = calloc(1, sizeof *e);
     if (!e) {
         *err = -ENOMEM;
@@ -142,43 +147,38 @@ int dp_engine_port(const dp_engine *e)
     return addr_port((struct sockaddr *)&ss);
 }
 
-static bool same_identity(const dp_engine *e, uint32_t node_id, uint64_t tomb_tag,
-                          const uint8_t *token, size_t token_len)
+void dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag)
 {
-    return e->node_id == node_id && e->tomb_tag == tomb_tag && e->token_len == token_len &&
-           (token_len == 0 || memcmp(e->token, token, token_len) == 0);
-}
-
-int dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag,
-                           const uint8_t *token, size_t token_len)
-{
-    bool valid = token_len <= DP_TOKEN_MAX;
-    bool changed = e->have_identity &&
-                   (!valid || !same_identity(e, node_id, tomb_tag, token, token_len));
-    e->have_identity = valid;
-    if (valid) {
-        e->node_id = node_id;
-        e->tomb_tag = tomb_tag;
-        e->token_len = token_len;
-        if (token_len)
-            memcpy(e->token, token, token_len);
-    } else {
-        FX_LOG(ERROR, "data plane: a token of %zu bytes is longer than %u; refusing every peer",
-               token_len, DP_TOKEN_MAX);
-    }
+    bool changed = e->have_identity && (e->node_id != node_id || e->tomb_tag != tomb_tag);
+    e->have_identity = true;
+    e->node_id = node_id;
+    e->tomb_tag = tomb_tag;
     if (changed && !e->closing) {
         FX_LOG(INFO, "data plane: identity changed (node %u, tomb %llu); reconnecting peers",
                node_id, (unsigned long long)tomb_tag);
         dp_server_close_all(e);
         dp_client_close_all(e, FX_ESTALE, "the data-plane identity changed (re-registered)");
     }
-    return valid ? 0 : FX_EINVAL;
 }
 
-void dp_engine_set_member_check(dp_engine *e, dp_member_check_fn fn, void *ud)
+void dp_engine_set_peer_keys(dp_engine *e, dp_peer_key_fn fn, void *ud)
 {
-    e->member_check = fn;
-    e->member_ud = ud;
+    e->peer_key = fn;
+    e->peer_key_ud = ud;
+}
+
+bool dp_peer_key(dp_engine *e, uint32_t node_id, uint64_t *tomb_tag, auth_key *key)
+{
+    if (e->peer_key && e->peer_key(e->peer_key_ud, node_id, tomb_tag, key))
+        return true;
+    auth_key_wipe(key);
+    return false;
+}
+
+void dp_engine_forget_peer(dp_engine *e, uint32_t node_id)
+{
+    dp_client_forget_peer(e, node_id);
+    dp_server_forget_peer(e, node_id);
 }
 
 void dp_engine_stats(const dp_engine *e, dp_stats *out)

@@ -1,5 +1,5 @@
 /*
- * dp_frame.c - encode, decode and judge data-plane headers and HELLO bodies
+ * dp_frame.c - encode, decode and judge data-plane headers and handshake bodies
  * (see dp_frame.h). Pure functions: the receivers in dp_server.c and
  * dp_client.c and the fuzz target all go through dp_hdr_check() before they
  * trust a length.
@@ -47,15 +47,23 @@ static int check_error_reply(const dp_hdr *h)
     return h->len > DP_DETAIL_MAX ? -EMSGSIZE : 0;
 }
 
+/* A handshake body has one length; more is out of bounds, less malformed. */
+static int check_handshake_body(const dp_hdr *h, uint32_t len)
+{
+    if (h->offset != 0 || h->len < len)
+        return -EPROTO;
+    return h->len > len ? -EMSGSIZE : 0;
+}
+
 static int check_request(const dp_hdr *h)
 {
     if (h->status != 0)
         return -EPROTO;
     switch (h->op) {
     case DP_HELLO:
-        if (h->offset != 0 || h->len < DP_HELLO_FIXED)
-            return -EPROTO;
-        return h->len > DP_HELLO_MAX_BODY ? -EMSGSIZE : 0;
+        return check_handshake_body(h, DP_HELLO_LEN);
+    case DP_HELLO_PROOF:
+        return check_handshake_body(h, DP_PROOF_LEN);
     case DP_READ:
     case DP_WRITE:
         if (h->len == 0)
@@ -71,6 +79,8 @@ static int check_reply(const dp_hdr *h)
     switch (h->op) {
     case DP_HELLO_OK:
         return h->status == 0 && h->len == 0 && h->offset == 0 ? 0 : -EPROTO;
+    case DP_HELLO_CHALLENGE:
+        return h->status == 0 ? check_handshake_body(h, DP_CHALLENGE_LEN) : -EPROTO;
     case DP_HELLO_REFUSED:
         return h->status < 0 ? check_error_reply(h) : -EPROTO;
     case DP_READ_DATA:
@@ -105,26 +115,37 @@ bool dp_hdr_has_payload(const dp_hdr *h)
     return h->op == DP_WRITE || (h->op == DP_READ_DATA && h->status == 0);
 }
 
-size_t dp_hello_encode(const dp_hello *hello, uint8_t *out, size_t cap)
+void dp_hello_encode(const dp_hello *hello, uint8_t out[DP_HELLO_LEN])
 {
-    size_t n = DP_HELLO_FIXED + hello->token_len;
-    if (hello->token_len > DP_TOKEN_MAX || n > cap)
-        return 0;
-    le_put(out, hello->tomb_tag, 8);
-    le_put(out + 8, hello->node_id, 4);
-    if (hello->token_len)
-        memcpy(out + DP_HELLO_FIXED, hello->token, hello->token_len);
-    return n;
+    le_put(out, hello->client_tomb, 8);
+    le_put(out + 8, hello->client_node, 4);
+    le_put(out + 12, hello->server_node, 4);
+    memcpy(out + 16, hello->nonce, DP_NONCE_LEN);
 }
 
 int dp_hello_decode(const uint8_t *body, size_t n, dp_hello *hello)
 {
-    if (n < DP_HELLO_FIXED || n > DP_HELLO_MAX_BODY)
+    if (n != DP_HELLO_LEN)
         return -EPROTO;
-    hello->tomb_tag = le_get(body, 8);
-    hello->node_id = (uint32_t)le_get(body + 8, 4);
-    hello->token = body + DP_HELLO_FIXED;
-    hello->token_len = n - DP_HELLO_FIXED;
+    hello->client_tomb = le_get(body, 8);
+    hello->client_node = (uint32_t)le_get(body + 8, 4);
+    hello->server_node = (uint32_t)le_get(body + 12, 4);
+    memcpy(hello->nonce, body + 16, DP_NONCE_LEN);
+    return 0;
+}
+
+void dp_challenge_encode(const dp_challenge *ch, uint8_t out[DP_CHALLENGE_LEN])
+{
+    memcpy(out, ch->nonce, DP_NONCE_LEN);
+    memcpy(out + DP_NONCE_LEN, ch->proof, DP_PROOF_LEN);
+}
+
+int dp_challenge_decode(const uint8_t *body, size_t n, dp_challenge *ch)
+{
+    if (n != DP_CHALLENGE_LEN)
+        return -EPROTO;
+    memcpy(ch->nonce, body, DP_NONCE_LEN);
+    memcpy(ch->proof, body + DP_NONCE_LEN, DP_PROOF_LEN);
     return 0;
 }
 
@@ -138,7 +159,8 @@ const char *dp_op_name(unsigned op)
     static const char *const names[] = {
         [DP_HELLO] = "HELLO", [DP_HELLO_OK] = "HELLO_OK", [DP_HELLO_REFUSED] = "HELLO_REFUSED",
         [DP_READ] = "READ",   [DP_READ_DATA] = "READ_DATA", [DP_WRITE] = "WRITE",
-        [DP_WRITE_ACK] = "WRITE_ACK",
+        [DP_WRITE_ACK] = "WRITE_ACK", [DP_HELLO_CHALLENGE] = "HELLO_CHALLENGE",
+        [DP_HELLO_PROOF] = "HELLO_PROOF",
     };
     if (op < sizeof names / sizeof names[0] && names[op])
         return names[op];

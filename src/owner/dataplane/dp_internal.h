@@ -1,7 +1,8 @@
 /*
  * dp_internal.h - what the data plane's three parts share: the engine struct
  * (dp_engine.c), the inbound side (dp_server.c) and the outbound side
- * (dp_client.c). Not for use outside src/owner/dataplane/.
+ * (dp_client.c); both sides prove themselves with dp_handshake.h. Not for use
+ * outside src/owner/dataplane/.
  *
  * Ownership: the engine owns its listener, its deadline timer, every inbound
  * connection (sconns), every peer with its outbound connections (peers) and
@@ -19,6 +20,7 @@
 
 #include "owner/dataplane/dataplane.h"
 #include "owner/dataplane/dp_frame.h"
+#include "owner/dataplane/dp_handshake.h"
 
 #define DP_NO_DEADLINE UINT64_MAX
 #define DP_DRAIN_BUF (64u * 1024u)
@@ -41,10 +43,8 @@ struct dp_engine {
     bool have_identity;
     uint32_t node_id;
     uint64_t tomb_tag;
-    uint8_t token[DP_TOKEN_MAX];
-    size_t token_len;
-    dp_member_check_fn member_check;
-    void *member_ud;
+    dp_peer_key_fn peer_key; /* where handshakes find pair keys; NULL: none passes */
+    void *peer_key_ud;
 
     struct dp_sconn *sconns; /* inbound, open or lingering */
     struct dp_peer *peers;   /* outbound, by (node, addr) */
@@ -67,6 +67,10 @@ void dp_engine_schedule(dp_engine *e, uint64_t due);
 void dp_engine_handle_closed(dp_engine *e);
 /* TCP_NODELAY, reno, DP_SOCK_BUF buffers; failures are ignored (logged at DEBUG). */
 void dp_tune_socket(uv_tcp_t *t);
+/* The pair key for node_id and its live incarnation (dp_peer_key_fn); false
+ * without a lookup or when it refuses. *key is wiped on false; the caller
+ * wipes it after use on true. */
+bool dp_peer_key(dp_engine *e, uint32_t node_id, uint64_t *tomb_tag, auth_key *key);
 
 /* ---- dp_server.c ------------------------------------------------------------ */
 
@@ -76,6 +80,8 @@ void dp_server_accept(dp_engine *e);
 uint64_t dp_server_sweep(dp_engine *e, uint64_t now);
 /* Closes every inbound connection. */
 void dp_server_close_all(dp_engine *e);
+/* Closes the inbound connections of node_id (authenticated or mid-handshake). */
+void dp_server_forget_peer(dp_engine *e, uint32_t node_id);
 
 /* ---- dp_client.c ------------------------------------------------------------ */
 
@@ -85,5 +91,8 @@ uint64_t dp_client_sweep(dp_engine *e, uint64_t now);
 /* Fails every transfer with (status, detail) and closes every outbound
  * connection. Runs transfer callbacks. */
 void dp_client_close_all(dp_engine *e, int status, const char *detail);
+/* Closes our connections to node_id and fails its transfers, queued or
+ * running, with FX_ECONN. Runs transfer callbacks. */
+void dp_client_forget_peer(dp_engine *e, uint32_t node_id);
 
 #endif

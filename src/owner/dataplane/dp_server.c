@@ -1,11 +1,16 @@
 /*
  * dp_server.c - the inbound side of the data plane: peers' connections,
- * their HELLO, and the READs and WRITEs they send into our segment.
+ * their handshake, and the READs and WRITEs they send into our segment.
+ *
+ * Handshake (dp_handshake.h): a HELLO must name us as its server and a live
+ * member with its live incarnation; we answer with a challenge that proves
+ * our pair key with that member, and serve nothing until its HELLO_PROOF
+ * proved the same key. The key is looked up at each step and never kept.
  *
  * Receiving: a connection reads one unit at a time and the libuv alloc
  * callback hands out exactly the rest of that unit: the rest of the 32-byte
  * header while a header is expected (so a read never runs past a header), the
- * rest of the HELLO body into a small buffer, or, for a WRITE, a pointer into
+ * rest of a handshake body into a small buffer, or, for a WRITE, a pointer into
  * the segment at the rest of the target range. Sending: a READ is answered by
  * one uv_write of two buffers, a header from a preallocated reply slot and
  * the segment range itself. No payload byte is copied in user space.
@@ -14,8 +19,9 @@
  * queued in libuv it stops reading, so a peer that asks faster than it reads
  * the answers is held back by TCP rather than by our memory.
  *
- * Refusals: a request before a successful HELLO, a bad token, a node the
- * member check refuses, or a range outside the segment is answered with an
+ * Refusals: a request before the handshake passed, a hello for another node,
+ * from a node that is not a live member (or from another incarnation of it),
+ * a proof that fails, or a range outside the segment is answered with an
  * error reply (status and detail), logged at WARN, and ends the connection:
  * we stop serving it, shut our side down after the reply, and discard what
  * the peer still sends until it hangs up (or DP_LINGER_MS passed), so the
@@ -37,10 +43,17 @@
 #define DP_SERVER_REPLIES 16
 
 enum srx {
-    SRX_HDR,     /* expecting a header into hbuf */
-    SRX_HELLO,   /* expecting cur.len bytes of HELLO body into hello */
-    SRX_PAYLOAD, /* expecting cur.len bytes of WRITE payload into dst */
-    SRX_DRAIN,   /* refused: discarding until the peer hangs up */
+    SRX_HDR,       /* expecting a header into hbuf */
+    SRX_HANDSHAKE, /* expecting cur.len bytes of a HELLO or HELLO_PROOF body into body */
+    SRX_PAYLOAD,   /* expecting cur.len bytes of WRITE payload into dst */
+    SRX_DRAIN,     /* refused: discarding until the peer hangs up */
+};
+
+/* How far a connection's handshake got. */
+enum shs {
+    SHS_START,      /* no HELLO yet */
+    SHS_CHALLENGED, /* HELLO_CHALLENGE sent, waiting for HELLO_PROOF */
+    SHS_AUTHED,     /* proof checked: READs and WRITEs are served */
 };
 
 /* One answer queued in libuv: its header must live until the write completes. */
@@ -56,21 +69,25 @@ typedef struct dp_sconn {
     dp_engine *e;
     struct dp_sconn *prev, *next; /* e->sconns */
     char addr[ADDR_TEXT_MAX]; /* "127.0.0.1:5555", "[::1]:5555" */
-    char peer[ADDR_TEXT_MAX + 32]; /* for logs: addr, "node 3 at <addr>" after HELLO */
+    char peer[ADDR_TEXT_MAX + 32]; /* for logs: addr, "node 3 at <addr>" once authed */
     enum srx rx;
     uint32_t got; /* bytes of the current unit received */
     uint8_t hbuf[DP_HDR_LEN];
     dp_hdr cur; /* the request being received */
     uint8_t *dst;
-    bool authed;
+    enum shs hs_state;
+    dp_handshake hs; /* from the HELLO on: who the peer claims to be, both nonces */
     bool closing;
     bool read_stopped;
     uint64_t linger_due; /* DP_NO_DEADLINE unless refused */
     dp_reply *free_replies;
     dp_reply replies[DP_SERVER_REPLIES];
-    uint8_t hello[DP_HELLO_MAX_BODY];
+    uint8_t body[DP_HELLO_LEN];          /* a HELLO or HELLO_PROOF body */
+    uint8_t challenge[DP_CHALLENGE_LEN]; /* our HELLO_CHALLENGE body, until written */
     char detail[DP_DETAIL_MAX + 1]; /* the one refusal's text, until written */
 } dp_sconn;
+
+_Static_assert(DP_PROOF_LEN <= DP_HELLO_LEN, "dp_sconn.body holds either handshake body");
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
@@ -139,6 +156,17 @@ void dp_server_close_all(dp_engine *e)
         sconn_close(e->sconns);
 }
 
+void dp_server_forget_peer(dp_engine *e, uint32_t node_id)
+{
+    dp_sconn *c, *tmp;
+    DL_FOREACH_SAFE2(e->sconns, c, tmp, next) {
+        if (c->hs_state != SHS_START && c->hs.client_node == node_id) {
+            FX_LOG(INFO, "data plane: closing %s: node %u left the cluster", c->peer, node_id);
+            sconn_close(c);
+        }
+    }
+}
+
 uint64_t dp_server_sweep(dp_engine *e, uint64_t now)
 {
     uint64_t soonest = DP_NO_DEADLINE;
@@ -199,6 +227,7 @@ static uint8_t reply_op(uint8_t request_op)
 {
     switch (request_op) {
     case DP_HELLO:
+    case DP_HELLO_PROOF:
         return DP_HELLO_REFUSED;
     case DP_READ:
         return DP_READ_DATA;
@@ -228,7 +257,7 @@ static void refuse(dp_sconn *c, int status, const char *fmt, ...)
                    dp_op_name(c->cur.op), c->peer, c->detail);
     c->e->stats.refused++;
     dp_hdr h = {.op = reply_op(c->cur.op), .id = c->cur.id, .status = status,
-                .offset = c->cur.op == DP_HELLO ? 0 : c->cur.offset,
+                .offset = c->cur.offset, /* 0 for the handshake ops (dp_hdr_check) */
                 .len = (uint32_t)strlen(c->detail)};
     if (send_reply(c, &h, c->detail, h.len) < 0)
         return;
@@ -241,43 +270,69 @@ static void refuse(dp_sconn *c, int status, const char *fmt, ...)
 
 /* ---- requests ---------------------------------------------------------------- */
 
-static bool token_eq(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+/* The pair key with the node c's HELLO claims, if that node is live with the
+ * incarnation it claims; else refuses the current request and returns false. */
+static bool claimed_key(dp_sconn *c, auth_key *key)
 {
-    if (alen != blen)
-        return false;
-    uint8_t d = 0;
-    for (size_t i = 0; i < alen; i++)
-        d |= a[i] ^ b[i];
-    return d == 0;
+    uint64_t live_tomb = 0;
+    if (dp_peer_key(c->e, c->hs.client_node, &live_tomb, key) && live_tomb == c->hs.client_tomb)
+        return true;
+    auth_key_wipe(key);
+    refuse(c, FX_ESTALE, "node %u (tomb %llu) is not a live member", c->hs.client_node,
+           (unsigned long long)c->hs.client_tomb);
+    return false;
 }
 
 static void on_hello(dp_sconn *c)
 {
     dp_engine *e = c->e;
     dp_hello h;
-    if (dp_hello_decode(c->hello, c->cur.len, &h) < 0) { /* dp_hdr_check bounds len */
+    if (dp_hello_decode(c->body, c->cur.len, &h) < 0) { /* dp_hdr_check fixed len */
         sconn_close(c);
         return;
     }
     if (!e->have_identity) {
-        refuse(c, FX_ESTALE, "node %u: this owner is not registered yet", h.node_id);
+        refuse(c, FX_ESTALE, "node %u: this owner is not registered yet", h.client_node);
         return;
     }
-    if (!token_eq(h.token, h.token_len, e->token, e->token_len)) {
-        refuse(c, FX_ESTALE, "node %u presented a wrong data token (%zu bytes)", h.node_id,
-               h.token_len);
+    if (h.server_node != e->node_id) {
+        refuse(c, FX_ESTALE, "node %u asked for node %u; this is node %u", h.client_node,
+               h.server_node, e->node_id);
         return;
     }
-    if (e->member_check && !e->member_check(e->member_ud, h.node_id, h.tomb_tag)) {
-        refuse(c, FX_ESTALE, "node %u (tomb %llu) is not a live member", h.node_id,
-               (unsigned long long)h.tomb_tag);
+    c->hs = (dp_handshake){.client_node = h.client_node, .client_tomb = h.client_tomb,
+                           .server_node = e->node_id, .server_tomb = e->tomb_tag};
+    auth_key key;
+    if (!claimed_key(c, &key))
+        return;
+    memcpy(c->hs.client_nonce, h.nonce, DP_NONCE_LEN);
+    auth_random(c->hs.server_nonce, DP_NONCE_LEN);
+    dp_challenge ch;
+    memcpy(ch.nonce, c->hs.server_nonce, DP_NONCE_LEN);
+    dp_handshake_prove(&key, DP_SIDE_SERVER, &c->hs, ch.proof);
+    auth_key_wipe(&key);
+    dp_challenge_encode(&ch, c->challenge);
+    c->hs_state = SHS_CHALLENGED;
+    dp_hdr reply = {.op = DP_HELLO_CHALLENGE, .id = c->cur.id, .len = DP_CHALLENGE_LEN};
+    send_reply(c, &reply, c->challenge, DP_CHALLENGE_LEN);
+}
+
+static void on_proof(dp_sconn *c)
+{
+    auth_key key;
+    if (!claimed_key(c, &key))
+        return;
+    bool ok = dp_handshake_check(&key, DP_SIDE_CLIENT, &c->hs, c->body);
+    auth_key_wipe(&key);
+    if (!ok) {
+        refuse(c, FX_ESTALE, "node %u failed to prove its pair key", c->hs.client_node);
         return;
     }
-    c->authed = true;
-    snprintf(c->peer, sizeof c->peer, "node %u at %s", h.node_id, c->addr);
-    FX_LOG(DEBUG, "data plane: %s said hello", c->peer);
-    dp_hdr ok = {.op = DP_HELLO_OK, .id = c->cur.id};
-    send_reply(c, &ok, NULL, 0);
+    c->hs_state = SHS_AUTHED;
+    snprintf(c->peer, sizeof c->peer, "node %u at %s", c->hs.client_node, c->addr);
+    FX_LOG(DEBUG, "data plane: %s proved its pair key", c->peer);
+    dp_hdr ok_reply = {.op = DP_HELLO_OK, .id = c->cur.id};
+    send_reply(c, &ok_reply, NULL, 0);
 }
 
 /* Refuses a READ or WRITE that came before the HELLO passed or whose range is
@@ -285,7 +340,7 @@ static void on_hello(dp_sconn *c)
 static bool refuse_request(dp_sconn *c)
 {
     const dp_hdr *h = &c->cur;
-    if (!c->authed) {
+    if (c->hs_state != SHS_AUTHED) {
         refuse(c, FX_EPROTO, "%s before a successful HELLO", dp_op_name(h->op));
         return true;
     }
@@ -327,10 +382,16 @@ static void on_header(dp_sconn *c)
     }
     switch (c->cur.op) {
     case DP_HELLO:
-        if (c->authed)
+        if (c->hs_state != SHS_START)
             refuse(c, FX_EPROTO, "a second HELLO");
         else
-            c->rx = SRX_HELLO;
+            c->rx = SRX_HANDSHAKE;
+        break;
+    case DP_HELLO_PROOF:
+        if (c->hs_state != SHS_CHALLENGED)
+            refuse(c, FX_EPROTO, "HELLO_PROOF without a pending HELLO_CHALLENGE");
+        else
+            c->rx = SRX_HANDSHAKE;
         break;
     case DP_READ:
         on_read_request(c);
@@ -354,8 +415,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     case SRX_HDR:
         *buf = uv_buf_init((char *)c->hbuf + c->got, DP_HDR_LEN - c->got);
         break;
-    case SRX_HELLO:
-        *buf = uv_buf_init((char *)c->hello + c->got, c->cur.len - c->got);
+    case SRX_HANDSHAKE:
+        *buf = uv_buf_init((char *)c->body + c->got, c->cur.len - c->got);
         break;
     case SRX_PAYLOAD:
         *buf = uv_buf_init((char *)c->dst + c->got, c->cur.len - c->got);
@@ -374,8 +435,10 @@ static void on_unit(dp_sconn *c)
     c->rx = SRX_HDR;
     if (rx == SRX_HDR)
         on_header(c);
-    else if (rx == SRX_HELLO)
+    else if (rx == SRX_HANDSHAKE && c->cur.op == DP_HELLO)
         on_hello(c);
+    else if (rx == SRX_HANDSHAKE)
+        on_proof(c);
     else
         on_write_payload(c);
 }
