@@ -32,6 +32,7 @@
 #include "fluxon/fluxon.h"
 #include "net/frame.h"
 #include "net/msg.h"
+#include "sock_probe.h"
 #include "testlib.h"
 
 #define WAIT_MS 5000              /* how long a server gets to drop a bad connection */
@@ -150,43 +151,6 @@ static bool pb_find(const uint8_t *b, size_t n, unsigned field, uint64_t *v, con
 }
 
 /* ---- raw sockets ------------------------------------------------------------- */
-
-static int unix_connect(const char *path)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    return fd;
-}
-
-static int tcp_connect(const char *addr)
-{
-    char host[64];
-    snprintf(host, sizeof host, "%s", addr);
-    char *colon = strrchr(host, ':');
-    if (!colon)
-        return -EINVAL;
-    *colon = 0;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-        return -EINVAL;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    return fd;
-}
 
 static int wait_io(int fd, short ev, uint64_t deadline)
 {
@@ -579,25 +543,25 @@ static void owner_abuse(void)
 {
     uint8_t hb[32];
     size_t hl = hello_body(hb, 1, 0);
-    common_abuse("owner", unix_connect, tc.socket, EXT_MAX_BODY, MSG_EXT_HELLO, hb, hl);
+    common_abuse("owner", probe_unix, tc.socket, EXT_MAX_BODY, MSG_EXT_HELLO, hb, hl);
 
     uint8_t buf[256], body[128];
     /* Requests other than ExternalHello first: dropped unanswered. */
     size_t bl = pb_bytes(body, 1, "k", 1);
     bl += pb_uint(body + bl, 2, 10);
     size_t n = frame(buf, MSG_PUT_START, 0, 1, body, bl);
-    expect_dropped("owner", unix_connect, tc.socket, "PutStart before hello", buf, n);
+    expect_dropped("owner", probe_unix, tc.socket, "PutStart before hello", buf, n);
     n = frame(buf, MSG_EXT_PUT_START, 0, 1, body, bl);
-    expect_dropped("owner", unix_connect, tc.socket, "ExternalPutStart before hello", buf, n);
+    expect_dropped("owner", probe_unix, tc.socket, "ExternalPutStart before hello", buf, n);
     n = frame(buf, MSG_EXT_PING, 0, 1, NULL, 0);
-    expect_dropped("owner", unix_connect, tc.socket, "ExternalPing before hello", buf, n);
+    expect_dropped("owner", probe_unix, tc.socket, "ExternalPing before hello", buf, n);
     bl = pb_bytes(body, 1, "owner0", 6);
     n = frame(buf, MSG_REGISTER, 0, 1, body, bl);
-    expect_dropped("owner", unix_connect, tc.socket, "Register before hello", buf, n);
+    expect_dropped("owner", probe_unix, tc.socket, "Register before hello", buf, n);
 
     /* A hello cut short, then the client leaves. */
     n = frame(buf, MSG_EXT_HELLO, 0, 1, hb, hl);
-    int fd = unix_connect(tc.socket);
+    int fd = probe_unix(tc.socket);
     CHECK(fd >= 0, "connect for a truncated hello");
     if (fd >= 0) {
         CHECK(send_all(fd, buf, n - 1) == 0, "send a truncated hello");
@@ -619,7 +583,7 @@ static void owner_abuse(void)
     bn += pad;
     REQUIRE(bn == EXT_MAX_BODY, "padded hello is %zu bytes", bn);
     hdr_put(big, (uint32_t)bn, MSG_EXT_HELLO, 0, 77);
-    fd = unix_connect(tc.socket);
+    fd = probe_unix(tc.socket);
     CHECK(fd >= 0, "connect for a 1 MiB hello");
     if (fd >= 0) {
         rframe f;
@@ -641,7 +605,7 @@ static void owner_abuse(void)
     check_service("owner-1MiB-hello");
 
     /* Error answers on a connection that stays usable. */
-    fd = unix_connect(tc.socket);
+    fd = probe_unix(tc.socket);
     CHECK(fd >= 0, "connect for error answers");
     if (fd < 0)
         return;
@@ -754,7 +718,7 @@ static void master_abuse(void)
     size_t pl = pb_bytes(ps, 1, "raw-put-key", 11);
     pl += pb_uint(ps + pl, 2, 100);
     pl += pb_uint(ps + pl, 3, 1);
-    common_abuse("master", tcp_connect, tc.master_addr, FRAME_MAX_BODY, MSG_PUT_START, ps, pl);
+    common_abuse("master", probe_tcp, tc.master_addr, FRAME_MAX_BODY, MSG_PUT_START, ps, pl);
 
     /* A value put by a real client, which the stranger must not be able to
      * touch. */
@@ -763,7 +727,7 @@ static void master_abuse(void)
     int r = fx_put(veteran, victim, strlen(victim), vval, sizeof vval);
     REQUIRE(r == 0, "put the victim: %s", fx_strerror(r));
 
-    int fd = tcp_connect(tc.master_addr);
+    int fd = probe_tcp(tc.master_addr);
     CHECK(fd >= 0, "master: connect: %s", strerror(-fd));
     if (fd < 0)
         return;
@@ -934,7 +898,7 @@ static void check_nospace(void)
  * not stall the owner's loop (it used to wait up to 1 s in fdpass_send). */
 static void owner_hello_behind_unread_answers(void)
 {
-    int fd = unix_connect(tc.socket);
+    int fd = probe_unix(tc.socket);
     REQUIRE(fd >= 0, "connect");
     uint8_t hb[16], one[64];
     size_t hl = hello_body(hb, 2, 0); /* refused: each one earns an error answer */
