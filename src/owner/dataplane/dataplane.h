@@ -11,6 +11,13 @@
  * No byte is copied in user space: payload goes from the segment to the
  * socket and from the socket to the segment (wire format in dp_frame.h).
  *
+ * Strangers: at most DP_DEFAULT_MAX_PEER_CONNS inbound connections are open at
+ * once (the next one is accepted and closed at once), and one whose HELLO has
+ * not passed DP_DEFAULT_HELLO_MS after its accept is closed; both are logged
+ * and can be changed with dp_engine_set_limits(). A connection's receive
+ * memory is fixed (a header, a HELLO body of at most DP_HELLO_MAX_BODY, or
+ * the segment itself), so there is no buffer to bound beyond the count.
+ *
  * Trust: a peer's connection starts with a HELLO carrying its node id, its
  * incarnation (tomb_tag) and the cluster's data token from the master. The
  * server answers nothing else until the HELLO passed: the token must match
@@ -47,6 +54,8 @@
 #define DP_CONNS_PER_PEER 2      /* connections kept to one peer */
 #define DP_SOCK_BUF (4 << 20)    /* SO_SNDBUF / SO_RCVBUF asked for */
 #define DP_LINGER_MS 5000        /* how long a refused peer may take to hang up */
+#define DP_DEFAULT_MAX_PEER_CONNS 4096 /* inbound connections open at once */
+#define DP_DEFAULT_HELLO_MS 5000 /* how long a new inbound peer has for its HELLO */
 
 typedef struct dp_engine dp_engine;
 
@@ -87,6 +96,9 @@ int dp_engine_port(const dp_engine *e);
  * longer than DP_TOKEN_MAX (the identity is then unset). */
 int dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag,
                            const uint8_t *token, size_t token_len);
+/* Inbound limits for connections accepted from now on: max_conns open at
+ * once (>= 1), hello_ms (> 0) from accept to a passed HELLO. */
+void dp_engine_set_limits(dp_engine *e, unsigned max_conns, uint64_t hello_ms);
 /* Without a member check, a hello with the right token is enough. */
 void dp_engine_set_member_check(dp_engine *e, dp_member_check_fn fn, void *ud);
 
