@@ -9,6 +9,10 @@
  * KeyInfo / Lease (forwarded to the master as they are). When
  * a session connection closes, every holder of that external is released;
  * when any connection closes, its started puts are revoked.
+ *
+ * Strangers: until its ExternalHello a connection may send only small
+ * frames and must say hello within handshake_timeout (conn.h's listener
+ * limits, with max_client_connections and receive_buffer_budget).
  */
 #include "owner/extcall.h"
 
@@ -26,6 +30,10 @@
 #include "net/unix_path.h"
 
 #define EXT_PROTOCOL_VERSION 1u
+/* Externals send keys and ids, never payload; an ExternalHello is a few
+ * bytes, so strangers get less. */
+#define EXT_MAX_BODY (1u << 20)
+#define EXT_HELLO_MAX_BODY (64u * 1024u)
 
 /* ---- sessions ------------------------------------------------------------ */
 
@@ -77,6 +85,8 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
         }
         s->conns++;
         ec->s = s;
+        net_conn_handshake_done(c);
+        net_conn_set_max_body(c, EXT_MAX_BODY);
         resp.client_id = s->client_id;
         net_reply(c, h, &resp.base);
         return;
@@ -100,6 +110,8 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
     s->conns = 1;
     HASH_ADD(hh, o->sessions, client_id, sizeof s->client_id, s);
     ec->s = s;
+    net_conn_handshake_done(c);
+    net_conn_set_max_body(c, EXT_MAX_BODY);
     resp.client_id = s->client_id;
     /* The segment fd rides with the response: encode it here and send it with
      * SCM_RIGHTS on the raw socket, without waiting (timeout 0): a peer whose
@@ -311,7 +323,7 @@ static void on_ext_accept(net_conn *c, void *ud)
     ec->o = o;
     ec->conn = c;
     net_conn_set_data(c, ec);
-    net_conn_set_max_body(c, 1u << 20); /* externals send keys and ids, never payload */
+    net_conn_set_max_body(c, EXT_HELLO_MAX_BODY);
 }
 
 /* Gives the bound client socket client_socket_group and client_socket_mode
@@ -360,6 +372,11 @@ int owner_ext_listen(owner *o)
                unix_path_strerror(err));
         return err;
     }
+    net_listener_set_limits(o->ext_listener,
+                            &(net_listener_limits){.name = "client socket",
+                                                   .max_conns = o->cfg.max_client_connections,
+                                                   .handshake_ms = o->cfg.handshake_timeout_ms,
+                                                   .buffer_budget = o->cfg.receive_buffer_budget});
     err = set_socket_access(o);
     if (err < 0)
         return err;

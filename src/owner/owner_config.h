@@ -10,6 +10,17 @@
  *   data_listen: 127.0.0.1:0                # optional, default 127.0.0.1:0: where
  *                                           # the owner-to-owner data plane listens
  *   log_level: warn                         # optional: error|warn|info|debug
+ *   max_client_connections: 4096            # optional, default 4096, >= 1: connections
+ *                                           # open at once on the client socket
+ *   max_peer_connections: 4096              # optional, default 4096, >= 1: inbound
+ *                                           # connections open at once on the data plane
+ *   handshake_timeout: 5s                   # optional, default 5s, > 0: a client without
+ *                                           # ExternalHello, a peer without HELLO by then
+ *                                           # is closed
+ *   receive_buffer_budget: 256MiB           # optional, default 256 MiB, > 0: bytes of
+ *                                           # partial frames held across client
+ *                                           # connections; one still without
+ *                                           # ExternalHello that would pass it is closed
  *   fluxonkv_spec:
  *     memory_size: 2GB                      # required, > 0
  *     client_socket: ./var/owner0.sock      # required
@@ -43,6 +54,10 @@ typedef struct owner_config {
     char *node_name;        /* default NULL: the owner picks "owner-<pid>" */
     char *data_listen;      /* "host:port" of the data plane, default "127.0.0.1:0" */
     int log_level;          /* -1: not set */
+    unsigned max_client_connections; /* default 4096, >= 1 */
+    unsigned max_peer_connections;   /* default 4096, >= 1 */
+    uint64_t handshake_timeout_ms;   /* default 5000, > 0 */
+    uint64_t receive_buffer_budget;  /* default 256 MiB, > 0 */
     uint64_t memory_size;   /* required, > 0 */
     char *client_socket;    /* required */
     char *client_socket_mode;  /* octal permission bits of the socket, NULL: "0600" */

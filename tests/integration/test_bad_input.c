@@ -37,6 +37,8 @@
 
 #define WAIT_MS 5000              /* how long a server gets to drop a bad connection */
 #define EXT_MAX_BODY (1u << 20)   /* the owner's limit for external connections */
+#define EXT_HELLO_MAX_BODY (64u * 1024u) /* ... until their ExternalHello */
+#define UNREGISTERED_MAX_BODY (64u * 1024u) /* the master's, until Register */
 #define SEG_SIZE (64ull << 20)
 
 static test_cluster tc;
@@ -396,6 +398,19 @@ static void check_service(const char *after)
           (unsigned long long)(now_ms() - t0));
 }
 
+/* A body of exactly len bytes (len >= 16 Ki + 8, so that its padding's length
+ * takes a 3-byte varint): an ExternalHello of version 1 when hello, else
+ * empty, padded with unknown field 15. Returns len. */
+static size_t padded_body(uint8_t *b, bool hello, size_t len)
+{
+    size_t n = hello ? pb_uint(b, 1, 1) : 0;
+    size_t pad = len - n - 1 - 3; /* tag + 3-byte length varint */
+    n += pb_varint(b + n, 15u << 3 | 2);
+    n += pb_varint(b + n, pad);
+    memset(b + n, 0x5a, pad);
+    return n + pad;
+}
+
 /* ---- one connection, one abuse -------------------------------------------- */
 
 typedef int (*connect_fn)(const char *);
@@ -543,7 +558,7 @@ static void owner_abuse(void)
 {
     uint8_t hb[32];
     size_t hl = hello_body(hb, 1, 0);
-    common_abuse("owner", probe_unix, tc.socket, EXT_MAX_BODY, MSG_EXT_HELLO, hb, hl);
+    common_abuse("owner", probe_unix, tc.socket, EXT_HELLO_MAX_BODY, MSG_EXT_HELLO, hb, hl);
 
     uint8_t buf[256], body[128];
     /* Requests other than ExternalHello first: dropped unanswered. */
@@ -570,39 +585,47 @@ static void owner_abuse(void)
     }
     check_service("owner-truncated-hello");
 
-    /* A hello of exactly the 1 MiB limit (padded with an unknown field) is
-     * accepted: the limit is the limit, not less. */
+    /* A hello of exactly the 64 KiB limit of strangers (padded with an
+     * unknown field) is accepted: the limit is the limit, not less. After
+     * it, the limit is 1 MiB: a ping of exactly that is answered. */
     uint8_t *big = malloc(FRAME_HDR_LEN + EXT_MAX_BODY);
     REQUIRE(big, "malloc");
-    uint8_t *bb = big + FRAME_HDR_LEN;
-    size_t bn = pb_uint(bb, 1, 1);
-    size_t pad = EXT_MAX_BODY - bn - 1 - 3; /* tag + 3-byte length varint */
-    bn += pb_varint(bb + bn, 15u << 3 | 2);
-    bn += pb_varint(bb + bn, pad);
-    memset(bb + bn, 0x5a, pad);
-    bn += pad;
-    REQUIRE(bn == EXT_MAX_BODY, "padded hello is %zu bytes", bn);
+    size_t bn = padded_body(big + FRAME_HDR_LEN, true, EXT_HELLO_MAX_BODY);
     hdr_put(big, (uint32_t)bn, MSG_EXT_HELLO, 0, 77);
     fd = probe_unix(tc.socket);
-    CHECK(fd >= 0, "connect for a 1 MiB hello");
+    CHECK(fd >= 0, "connect for a 64 KiB hello");
     if (fd >= 0) {
         rframe f;
         int r = send_all(fd, big, FRAME_HDR_LEN + bn);
-        CHECK(r == 0, "send a 1 MiB hello: %s", strerror(-r));
+        CHECK(r == 0, "send a 64 KiB hello: %s", strerror(-r));
         r = read_frame(fd, &f);
-        CHECK(r == 1, "a hello of exactly 1 MiB is answered (%d)", r);
+        CHECK(r == 1, "a hello of exactly 64 KiB is answered (%d)", r);
         if (r == 1) {
             CHECK(f.type == MSG_EXT_HELLO && (f.flags & FRAME_RESPONSE) && f.req_id == 77 &&
                       resp_status(&f) == 0,
-                  "1 MiB hello: type %u flags %u req %llu status %d", f.type, f.flags,
+                  "64 KiB hello: type %u flags %u req %llu status %d", f.type, f.flags,
                   (unsigned long long)f.req_id, resp_status(&f));
             CHECK(f.fds == 1, "the session's hello response carries the segment fd (%d)", f.fds);
             rframe_free(&f);
         }
+        bn = padded_body(big + FRAME_HDR_LEN, false, EXT_MAX_BODY);
+        hdr_put(big, (uint32_t)bn, MSG_EXT_PING, 0, 78);
+        r = send_all(fd, big, FRAME_HDR_LEN + bn);
+        CHECK(r == 0, "send a 1 MiB ping after the hello: %s", strerror(-r));
+        r = read_frame(fd, &f);
+        CHECK(r == 1 && f.type == MSG_EXT_PING && f.req_id == 78 && resp_status(&f) == 0,
+              "a ping of exactly 1 MiB after the hello is answered (%d)", r);
+        if (r == 1)
+            rframe_free(&f);
         close(fd);
     }
+    /* One byte over the limit of strangers: dropped. */
+    bn = padded_body(big + FRAME_HDR_LEN, true, EXT_HELLO_MAX_BODY + 1);
+    hdr_put(big, (uint32_t)bn, MSG_EXT_HELLO, 0, 79);
+    expect_dropped("owner", probe_unix, tc.socket, "hello of 64 KiB + 1", big,
+                   FRAME_HDR_LEN + bn);
     free(big);
-    check_service("owner-1MiB-hello");
+    check_service("owner-64KiB-hello");
 
     /* Error answers on a connection that stays usable. */
     fd = probe_unix(tc.socket);
@@ -718,7 +741,8 @@ static void master_abuse(void)
     size_t pl = pb_bytes(ps, 1, "raw-put-key", 11);
     pl += pb_uint(ps + pl, 2, 100);
     pl += pb_uint(ps + pl, 3, 1);
-    common_abuse("master", probe_tcp, tc.master_addr, FRAME_MAX_BODY, MSG_PUT_START, ps, pl);
+    common_abuse("master", probe_tcp, tc.master_addr, UNREGISTERED_MAX_BODY, MSG_PUT_START, ps,
+                 pl);
 
     /* A value put by a real client, which the stranger must not be able to
      * touch. */
