@@ -1,5 +1,14 @@
 /*
  * http.c - /metrics over libmicrohttpd (see http.h).
+ *
+ * libmicrohttpd polls with epoll on its own thread, so thousands of open
+ * connections do not stop it answering (select() ends at fd 1023). It holds
+ * at most max_connections at once and closes a connection idle for
+ * handshake_timeout, rounded up to whole seconds; what it reports goes to
+ * our log, rate-limited. The cap is counted here (its accept policy and
+ * connection notifications) rather than left to its own limit, which stops
+ * accepting and leaves the next peers waiting in the listen queue: like the
+ * other listeners, the one over the cap is accepted and closed at once.
  */
 #include "master/http.h"
 
@@ -7,6 +16,8 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +29,8 @@ typedef struct http_state {
     struct MHD_Daemon *daemon;
     pthread_mutex_t lock; /* guards snapshot */
     char *snapshot;
+    unsigned max_conns;   /* max_connections */
+    unsigned open_conns;  /* libmicrohttpd's thread only: connections it holds */
 } http_state;
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -51,6 +64,44 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return ret;
 }
 
+/* libmicrohttpd's own messages (accept errors, for one), on its thread. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[256];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = 0;
+    FX_LOG_LIMITED(WARN, "master HTTP: %s", msg);
+}
+
+/* Accept policy (libmicrohttpd's thread): refuses a peer while the cap is full. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    (void)addrlen;
+    http_state *hs = cls;
+    if (hs->open_conns < hs->max_conns)
+        return MHD_YES;
+    char ip[INET_ADDRSTRLEN] = "?";
+    if (addr && addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)addr)->sin_addr, ip, sizeof ip);
+    FX_LOG_LIMITED(WARN, "master HTTP: %u connections open, its cap (max_connections); "
+                   "closing the new one from %s", hs->open_conns, ip);
+    return MHD_NO;
+}
+
+/* Connection notifications (libmicrohttpd's thread): the count on_accept checks. */
+static void on_connection_change(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                 enum MHD_ConnectionNotificationCode toe)
+{
+    (void)conn;
+    (void)socket_context;
+    http_state *hs = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        hs->open_conns++;
+    else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && hs->open_conns > 0)
+        hs->open_conns--;
+}
+
 int http_start(master *m, const char *addr)
 {
     char host[256];
@@ -66,8 +117,15 @@ int http_start(master *m, const char *addr)
     if (!hs)
         return -ENOMEM;
     pthread_mutex_init(&hs->lock, NULL);
-    hs->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL,
-                                  on_request, hs, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
+    hs->max_conns = m->cfg.max_connections;
+    uint64_t idle_s = (m->cfg.handshake_timeout_ms + 999) / 1000;
+    /* Its own limit one above ours, never reached: on_accept refuses first. */
+    hs->daemon = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, on_accept, hs,
+        on_request, hs, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+        MHD_OPTION_CONNECTION_LIMIT, hs->max_conns + 1, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection_change, hs, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)(idle_s > UINT32_MAX ? UINT32_MAX : idle_s), MHD_OPTION_END);
     if (!hs->daemon) {
         FX_LOG(ERROR, "http: cannot listen on %s", addr);
         pthread_mutex_destroy(&hs->lock);
