@@ -24,6 +24,7 @@
 
 #include "common/log.h"
 #include "master/master.h"
+#include "master/metrics_label.h"
 
 typedef struct http_state {
     struct MHD_Daemon *daemon;
@@ -150,7 +151,8 @@ void http_publish(master *m)
     fprintf(f, "fluxon_routes %zu\n", m->routes.count);
     member *mb, *tmp;
     HASH_ITER(hh, m->members, mb, tmp) {
-        const char *n = mb->name;
+        char n[2 * sizeof mb->name + 1]; /* always fits (metrics_label.h) */
+        metrics_label_escape(mb->name, n, sizeof n);
         fprintf(f, "kvcache_segment_capacity_bytes{owner=\"%s\"} %llu\n", n,
                 (unsigned long long)range_alloc_capacity(mb->space->ra));
         fprintf(f, "kvcache_segment_used_bytes{owner=\"%s\"} %llu\n", n,
