@@ -10,9 +10,10 @@
  * a session connection closes, every holder of that external is released;
  * when any connection closes, its started puts are revoked.
  *
- * Strangers: until its ExternalHello a connection may send only small
- * frames and must say hello within handshake_timeout (conn.h's listener
- * limits, with max_client_connections and receive_buffer_budget).
+ * Strangers: a connection is refused at accept when its peer's credentials
+ * do not pass client_access.h, and until its ExternalHello it may send
+ * only small frames and must say hello within handshake_timeout (conn.h's
+ * listener limits, with max_client_connections and receive_buffer_budget).
  */
 #include "owner/extcall.h"
 
@@ -315,6 +316,17 @@ static const net_conn_ops ext_ops = {.on_frame = on_ext_frame, .on_close = on_ex
 static void on_ext_accept(net_conn *c, void *ud)
 {
     owner *o = ud;
+    client_peer peer;
+    int r = client_access_check(&o->ext_access, net_conn_fd(c), &peer);
+    if (r < 0) {
+        FX_LOG_LIMITED(WARN,
+                       "client socket: refused a connection from uid %d gid %d pid %d: %s; the "
+                       "socket's configured mode and group do not admit it",
+                       (int)peer.uid, (int)peer.gid, (int)peer.pid,
+                       r == -EACCES ? "not allowed" : strerror(-r));
+        net_conn_close(c);
+        return;
+    }
     ext_conn *ec = calloc(1, sizeof *ec);
     if (!ec) {
         net_conn_close(c);
@@ -327,7 +339,8 @@ static void on_ext_accept(net_conn *c, void *ud)
 }
 
 /* Gives the bound client socket client_socket_group and client_socket_mode
- * (owner_config.h); -errno, logged with the key, when it cannot. */
+ * (owner_config.h), and sets the peer-credential rule to match them;
+ * -errno, logged with the key, when it cannot. */
 static int set_socket_access(owner *o)
 {
     const char *path = o->cfg.client_socket, *group = o->cfg.client_socket_group;
@@ -344,6 +357,7 @@ static int set_socket_access(owner *o)
         return -e;
     }
     unsigned mode = owner_config_socket_mode(&o->cfg);
+    client_access_init(&o->ext_access, mode, gid);
     if (chmod(path, (mode_t)mode) < 0) {
         int e = errno;
         FX_LOG(ERROR, "fluxonkv_spec.client_socket_mode: cannot set %s to %04o: %s", path, mode,
