@@ -310,6 +310,19 @@ static int apply_scalar(void *cfg, const struct cfg_key *k, const char *label,
         *FIELD(cfg, k->off, unsigned) = (unsigned)v;
         return 0;
     }
+    case CK_COUNT: {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s || errno || *end || *s == '-' || *s == '+' || v < k->min ||
+            v > CFG_COUNT_MAX)
+            return cfg_err(err, errlen,
+                           "%s: invalid count '" CFG_QUOTE "' (expected a whole number, "
+                           "%llu..%u)",
+                           label, s, (unsigned long long)k->min, CFG_COUNT_MAX);
+        *FIELD(cfg, k->off, unsigned) = (unsigned)v;
+        return 0;
+    }
     default:
         return cfg_err(err, errlen, "%s: not a scalar key", label);
     }

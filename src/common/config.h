@@ -35,6 +35,7 @@ enum cfg_kind {
     CK_DURATION,     /* uint64_t milliseconds */
     CK_ENUM,         /* int: the index of the value in names */
     CK_PERCENT,      /* unsigned percent, "80%" or "80", min..100 */
+    CK_COUNT,        /* unsigned whole number, min..CFG_COUNT_MAX */
     CK_STRLIST,      /* char ** + size_t count, null clears */
     CK_SIZELIST,     /* uint64_t * + size_t count, null sets NULL */
 };
@@ -58,6 +59,8 @@ struct cfg_schema {
      * others in step; may be NULL. */
     void (*applied)(void *cfg, const struct cfg_key *k);
 };
+
+#define CFG_COUNT_MAX 16777216u /* the largest CK_COUNT accepted */
 
 #define CFG_NKEYS(t) (sizeof(t) / sizeof((t)[0]))
 

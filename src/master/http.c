@@ -1,11 +1,22 @@
 /*
  * http.c - /metrics over libmicrohttpd (see http.h).
+ *
+ * libmicrohttpd polls with epoll on its own thread, so thousands of open
+ * connections do not stop it answering (select() ends at fd 1023). It holds
+ * at most max_connections at once and closes a connection idle for
+ * handshake_timeout, rounded up to whole seconds; what it reports goes to
+ * our log, rate-limited. The cap is counted here (its accept policy and
+ * connection notifications) rather than left to its own limit, which stops
+ * accepting and leaves the next peers waiting in the listen queue: like the
+ * other listeners, the one over the cap is accepted and closed at once.
  */
 #include "master/http.h"
 
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +24,14 @@
 #include "common/log.h"
 #include "master/master.h"
 #include "net/addr.h"
+#include "master/metrics_label.h"
 
 typedef struct http_state {
     struct MHD_Daemon *daemon;
     pthread_mutex_t lock; /* guards snapshot */
     char *snapshot;
+    unsigned max_conns;   /* max_connections */
+    unsigned open_conns;  /* libmicrohttpd's thread only: connections it holds */
 } http_state;
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -51,6 +65,44 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return ret;
 }
 
+/* libmicrohttpd's own messages (accept errors, for one), on its thread. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[256];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = 0;
+    FX_LOG_LIMITED(WARN, "master HTTP: %s", msg);
+}
+
+/* Accept policy (libmicrohttpd's thread): refuses a peer while the cap is full. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    (void)addrlen;
+    http_state *hs = cls;
+    if (hs->open_conns < hs->max_conns)
+        return MHD_YES;
+    char ip[INET_ADDRSTRLEN] = "?";
+    if (addr && addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)addr)->sin_addr, ip, sizeof ip);
+    FX_LOG_LIMITED(WARN, "master HTTP: %u connections open, its cap (max_connections); "
+                   "closing the new one from %s", hs->open_conns, ip);
+    return MHD_NO;
+}
+
+/* Connection notifications (libmicrohttpd's thread): the count on_accept checks. */
+static void on_connection_change(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                 enum MHD_ConnectionNotificationCode toe)
+{
+    (void)conn;
+    (void)socket_context;
+    http_state *hs = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        hs->open_conns++;
+    else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && hs->open_conns > 0)
+        hs->open_conns--;
+}
+
 int http_start(master *m, const char *addr)
 {
     struct sockaddr_storage sa;
@@ -64,11 +116,18 @@ int http_start(master *m, const char *addr)
     if (!hs)
         return -ENOMEM;
     pthread_mutex_init(&hs->lock, NULL);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+    hs->max_conns = m->cfg.max_connections;
+    uint64_t idle_s = (m->cfg.handshake_timeout_ms + 999) / 1000;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (sa.ss_family == AF_INET6)
         flags |= MHD_USE_DUAL_STACK; /* IPv6; "[::]" takes IPv4 too, as the other listeners */
-    hs->daemon = MHD_start_daemon(flags, (uint16_t)addr_port((struct sockaddr *)&sa), NULL, NULL,
-                                  on_request, hs, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
+    /* Its own limit one above ours, never reached: on_accept refuses first. */
+    hs->daemon = MHD_start_daemon(
+        flags, (uint16_t)addr_port((struct sockaddr *)&sa), on_accept, hs, on_request, hs,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+        MHD_OPTION_CONNECTION_LIMIT, hs->max_conns + 1, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection_change, hs, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)(idle_s > UINT32_MAX ? UINT32_MAX : idle_s), MHD_OPTION_END);
     if (!hs->daemon) {
         FX_LOG(ERROR, "http: cannot listen on %s", addr);
         pthread_mutex_destroy(&hs->lock);
@@ -93,7 +152,8 @@ void http_publish(master *m)
     fprintf(f, "fluxon_routes %zu\n", m->routes.count);
     member *mb, *tmp;
     HASH_ITER(hh, m->members, mb, tmp) {
-        const char *n = mb->name;
+        char n[2 * sizeof mb->name + 1]; /* always fits (metrics_label.h) */
+        metrics_label_escape(mb->name, n, sizeof n);
         fprintf(f, "kvcache_segment_capacity_bytes{owner=\"%s\"} %llu\n", n,
                 (unsigned long long)range_alloc_capacity(mb->space->ra));
         fprintf(f, "kvcache_segment_used_bytes{owner=\"%s\"} %llu\n", n,

@@ -6,7 +6,8 @@
  *                 [--port-file FILE] [--cluster-name NAME] [--inflight-ttl DUR]
  *                 [--heartbeat-interval DUR] [--heartbeat-timeout DUR]
  *                 [--placement random|local|remote] [--cache-budget PCT]
- *                 [--log-level LEVEL]
+ *                 [--max-connections N] [--handshake-timeout DUR]
+ *                 [--receive-buffer-budget SIZE] [--log-level LEVEL]
  *
  * Flags override the config file. A bad value is a startup error naming the
  * key, exit code 2. --port-file receives "HOST:PORT" once the master is ready
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "master/master_config.h"
+#include "common/fd_limit.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "master/master.h"
@@ -35,9 +37,12 @@ static void usage(FILE *f)
                "                     [--inflight-ttl DURATION] [--heartbeat-interval DURATION]\n"
                "                     [--heartbeat-timeout DURATION]\n"
                "                     [--placement random|local|remote] [--cache-budget PCT]\n"
+               "                     [--max-connections N] [--handshake-timeout DURATION]\n"
+               "                     [--receive-buffer-budget SIZE]\n"
                "                     [--log-level error|warn|info|debug] [--secret-file FILE]\n"
                "defaults: --listen 127.0.0.1:7700, --cluster-name fluxon (it must match the\n"
-               "owners' cluster_name), --heartbeat-interval 1s, --inflight-ttl 60s\n"
+               "owners' cluster_name), --heartbeat-interval 1s, --inflight-ttl 60s,\n"
+               "--max-connections 4096, --handshake-timeout 5s, --receive-buffer-budget 256MiB\n"
                "--secret-file: the cluster secret (>= 32 bytes, mode 0600) owners must prove;\n"
                "required when --listen is beyond loopback\n"
                "HOST: a name, an IPv4 or an [IPv6] address; --advertise (required with a\n"
@@ -82,6 +87,9 @@ int main(int argc, char **argv)
         {"heartbeat-timeout", required_argument, 0, 'b'},
         {"placement", required_argument, 0, 'P'},
         {"cache-budget", required_argument, 0, 'B'},
+        {"max-connections", required_argument, 0, 'C'},
+        {"handshake-timeout", required_argument, 0, 'T'},
+        {"receive-buffer-budget", required_argument, 0, 'R'},
         {"log-level", required_argument, 0, 'v'},
         {"secret-file", required_argument, 0, 'S'},
         {"help", no_argument, 0, '?'},
@@ -92,6 +100,7 @@ int main(int argc, char **argv)
         ['t'] = "inflight_ttl", ['b'] = "heartbeat_timeout", ['v'] = "log_level",
         ['i'] = "heartbeat_interval", ['P'] = "placement", ['B'] = "cache_budget",
         ['S'] = "secret_file",
+        ['C'] = "max_connections", ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget",
     };
     fx_log_init("master");
     signal(SIGPIPE, SIG_IGN);
@@ -140,6 +149,9 @@ int main(int argc, char **argv)
     }
     if (m.cfg.log_level >= 0)
         fx_log_threshold = m.cfg.log_level;
+    /* The TCP listener and HTTP may each reach their cap; a few more for the
+     * listening sockets, the log and the loop. */
+    fd_limit_raise(2ul * m.cfg.max_connections + 64);
     uv_loop_t *loop = uv_default_loop();
     if (check_resolves(loop, "listen", m.cfg.listen) < 0 ||
         check_resolves(loop, "http", m.cfg.http) < 0) {

@@ -35,6 +35,9 @@ static const struct cfg_key master_keys[] = {
     {"heartbeat_timeout", CK_DURATION, MASTER_F(heartbeat_timeout_ms), 0, 1, NULL},
     {"placement", CK_ENUM, MASTER_F(placement), 0, 0, placement_names},
     {"cache_budget", CK_PERCENT, MASTER_F(cache_budget_pct), 0, 1, NULL},
+    {"max_connections", CK_COUNT, MASTER_F(max_connections), 0, 1, NULL},
+    {"handshake_timeout", CK_DURATION, MASTER_F(handshake_timeout_ms), 0, 1, NULL},
+    {"receive_buffer_budget", CK_SIZE, MASTER_F(receive_buffer_budget), 0, 1, NULL},
     {"log_level", CK_LOGLEVEL, MASTER_F(log_level), 0, 0, NULL},
     {"secret_file", CK_STR_OPT, MASTER_F(secret_file), 0, 0, NULL},
 };
@@ -65,6 +68,9 @@ void master_config_init(master_config *c)
     c->heartbeat_timeout_set = false;
     c->placement = PLACEMENT_RANDOM;
     c->cache_budget_pct = 80;
+    c->max_connections = 4096;
+    c->handshake_timeout_ms = 5000;
+    c->receive_buffer_budget = 256ull << 20;
     c->log_level = -1;
 }
 

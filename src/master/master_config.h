@@ -21,6 +21,17 @@
  *                                           # owner's segment that memory replicas
  *                                           # and reservations may take before the
  *                                           # eviction policy makes room
+ *   max_connections: 4096                   # optional, default 4096, >= 1: connections
+ *                                           # open at once on the listener, and on the
+ *                                           # HTTP endpoint; the next one is closed
+ *   handshake_timeout: 5s                   # optional, default 5s, > 0: a connection
+ *                                           # that has not registered by then is closed;
+ *                                           # an HTTP connection idle that long too
+ *                                           # (in whole seconds, rounded up)
+ *   receive_buffer_budget: 256MiB           # optional, default 256 MiB, > 0: bytes of
+ *                                           # partial frames held across connections;
+ *                                           # an unregistered one that would pass it
+ *                                           # is closed
  *   log_level: warn
  *   secret_file: /etc/fluxon/cluster.secret # optional: the cluster secret every
  *                                           # owner proves at connect; required
@@ -63,6 +74,9 @@ typedef struct master_config {
     bool heartbeat_timeout_set;
     int placement;               /* enum placement_policy_kind, default random */
     unsigned cache_budget_pct;   /* default 80: the evictable share of each segment */
+    unsigned max_connections;    /* default 4096, >= 1, per listener (TCP and HTTP) */
+    uint64_t handshake_timeout_ms; /* default 5000, > 0: until Register */
+    uint64_t receive_buffer_budget; /* default 256 MiB, > 0 */
     int log_level;               /* -1: not set */
     char *secret_file;           /* default NULL: no authentication (loopback only) */
 } master_config;

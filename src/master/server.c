@@ -46,10 +46,14 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         return;
     }
     if (h->type == MSG_REGISTER) {
-        if (mb)
+        if (mb) {
             net_reply_error(c, h, FX_EINVAL, "connection already registered");
-        else /* mc outlives the register call: net_conn_close defers its free to uv_close */
-            mc->mb = master_on_register(m, c, h, (Fx__RegisterReq *)msg);
+            return;
+        }
+        /* mc outlives the register call: net_conn_close defers its free to uv_close */
+        mc->mb = master_on_register(m, c, h, (Fx__RegisterReq *)msg);
+        if (mc->mb)
+            net_conn_handshake_done(c);
         return;
     }
     if (!mb) {
@@ -126,7 +130,8 @@ static void on_close(net_conn *c)
 static const net_conn_ops master_conn_ops = {.on_frame = on_frame, .on_close = on_close};
 
 /* Until it registers, a peer may only send small frames (a Register is a few
- * hundred bytes), so strangers cannot make the master buffer 16 MiB each. */
+ * hundred bytes), so strangers cannot make the master buffer 16 MiB each;
+ * register.c raises the limit to FRAME_MAX_BODY. */
 #define UNREGISTERED_MAX_BODY (64u * 1024u)
 
 static void on_accept(net_conn *c, void *ud)
@@ -240,6 +245,11 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
         FX_LOG(ERROR, "listen: cannot listen on %s: %s", m->cfg.listen, uv_strerror(err));
         return err;
     }
+    net_listener_set_limits(m->listener,
+                            &(net_listener_limits){.name = "master listener",
+                                                   .max_conns = m->cfg.max_connections,
+                                                   .handshake_ms = m->cfg.handshake_timeout_ms,
+                                                   .buffer_budget = m->cfg.receive_buffer_budget});
     if (m->authenticated)
         net_listener_require_auth(m->listener, &m->cluster_key);
     int port = net_listener_port(m->listener);

@@ -2,8 +2,20 @@
  * conn.c - framed message connections and listeners on libuv (see conn.h).
  *
  * The read side keeps one growable buffer per connection; frames are parsed in
- * place and the remainder is moved to the front after each read. Frame bodies
- * are bounded by max_body, so a peer cannot make us allocate more than that.
+ * place and the remainder is moved to the front after each read, and a buffer
+ * grown for a large frame goes back to its usual size once that frame is
+ * consumed. Frame bodies are bounded by max_body, so a peer cannot make us
+ * allocate more than that.
+ *
+ * Listener limits (net_listener_set_limits): a cap on the connections open at
+ * once (the one over it is accepted and closed at once), a deadline for the
+ * handshake (armed at accept, stopped by net_conn_handshake_done) and a
+ * budget for the bytes received and not yet consumed across the listener's
+ * connections. A read that would take a connection still in its handshake
+ * past the budget closes that connection instead; connections past their
+ * handshake are bounded by their own max_body and are never refused, so
+ * strangers cannot crowd out members, but their bytes count against what
+ * strangers may hold.
  *
  * Authenticated connections (a listener with net_listener_require_auth, a
  * client with net_conn_auth_client) run the handshake of handshake.h over
@@ -51,6 +63,10 @@ struct net_conn {
     int refs;
     bool open;
     bool closing;
+    bool handshake_done;  /* net_conn_handshake_done was called */
+    bool over_budget;     /* on_alloc refused: the listener's budget is spent */
+    bool has_deadline;    /* deadline was initialised (and holds a reference) */
+    uv_timer_t deadline;  /* the handshake deadline of an accepted connection */
     net_connect_fn on_connect;
     void *connect_ud;
     char peer[64];
@@ -78,6 +94,10 @@ struct net_listener {
     bool require_auth;    /* accepted connections start with the handshake */
     auth_key key;
     net_conn *conns; /* accepted and still open */
+    unsigned n_conns; /* how many conns holds */
+    size_t held;      /* bytes received and not consumed, summed over conns */
+    net_listener_limits lim;
+    char name[48];    /* lim.name, copied ("" until limits are set) */
 };
 
 typedef struct write_req {
@@ -123,6 +143,8 @@ static void on_handle_closed(uv_handle_t *h)
     net_conn *c = h->data;
     if (c->listener) {
         DL_DELETE2(c->listener->conns, c, lprev, lnext);
+        c->listener->n_conns--;
+        c->listener->held -= c->rlen;
         c->listener = NULL;
     }
     if (c->ops && c->ops->on_close)
@@ -131,6 +153,10 @@ static void on_handle_closed(uv_handle_t *h)
 }
 
 static void report_connect(net_conn *c, int status);
+static void on_deadline_closed(uv_handle_t *h)
+{
+    net_conn_unref(h->data);
+}
 
 void net_conn_close(net_conn *c)
 {
@@ -141,7 +167,38 @@ void net_conn_close(net_conn *c)
     c->open = false;
     if (handshaking) /* a client closed while its handshake ran */
         report_connect(c, -ECONNRESET);
+    if (c->has_deadline)
+        uv_close((uv_handle_t *)&c->deadline, on_deadline_closed);
     uv_close(&c->h.handle, on_handle_closed);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    net_conn *c = t->data;
+    const net_listener *l = c->listener;
+    FX_LOG_LIMITED(WARN, "%s: %s did not complete its handshake within %llu ms; closing",
+                   l ? l->name : "listener", c->peer,
+                   l ? (unsigned long long)l->lim.handshake_ms : 0ull);
+    net_conn_close(c);
+}
+
+/* Starts the handshake deadline of a connection just accepted; the timer
+ * holds a reference until its close callback. */
+static void arm_deadline(net_conn *c, uint64_t ms)
+{
+    if (uv_timer_init(c->loop, &c->deadline) < 0)
+        return;
+    c->deadline.data = c;
+    c->has_deadline = true;
+    net_conn_ref(c);
+    uv_timer_start(&c->deadline, on_deadline, ms, 0);
+}
+
+void net_conn_handshake_done(net_conn *c)
+{
+    c->handshake_done = true;
+    if (c->has_deadline)
+        uv_timer_stop(&c->deadline);
 }
 
 bool net_conn_is_open(const net_conn *c)
@@ -194,10 +251,27 @@ size_t net_conn_write_queue(const net_conn *c)
     return uv_stream_get_write_queue_size(&c->h.stream);
 }
 
+/* How many more bytes c may hold now: unbounded past its handshake or without
+ * a budget, else what is left of its listener's budget. */
+static size_t budget_room(const net_conn *c)
+{
+    const net_listener *l = c->listener;
+    if (!l || c->handshake_done || !l->lim.buffer_budget)
+        return SIZE_MAX;
+    return l->held < l->lim.buffer_budget ? l->lim.buffer_budget - l->held : 0;
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     net_conn *c = h->data;
+    size_t room = budget_room(c);
+    if (room == 0) { /* on_read gets UV_ENOBUFS and closes */
+        c->over_budget = true;
+        buf->base = NULL;
+        buf->len = 0;
+        return;
+    }
     size_t want = c->rlen + READ_CHUNK;
     if (c->rcap < want) {
         size_t cap = c->rcap ? c->rcap : READ_CHUNK * 2;
@@ -213,7 +287,20 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         c->rcap = cap;
     }
     buf->base = (char *)c->rbuf + c->rlen;
-    buf->len = c->rcap - c->rlen;
+    buf->len = c->rcap - c->rlen < room ? c->rcap - c->rlen : room;
+}
+
+/* A buffer grown for a large frame goes back to its usual size once little
+ * is left in it; a failed realloc keeps the large one. */
+static void shrink_rbuf(net_conn *c)
+{
+    if (c->rcap <= 2 * READ_CHUNK || c->rlen > READ_CHUNK)
+        return;
+    uint8_t *nb = realloc(c->rbuf, 2 * READ_CHUNK);
+    if (nb) {
+        c->rbuf = nb;
+        c->rcap = 2 * READ_CHUNK;
+    }
 }
 
 /* Parses and dispatches every whole frame in the buffer. Returns false when the
@@ -252,6 +339,9 @@ static bool dispatch_frames(net_conn *c)
     if (c->open && pos > 0) {
         memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
         c->rlen -= pos;
+        if (c->listener)
+            c->listener->held -= pos;
+        shrink_rbuf(c);
     }
     ok = ok && c->open;
     net_conn_unref(c);
@@ -265,7 +355,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     (void)buf;
     net_conn *c = s->data;
     if (nread < 0) {
-        if (nread != UV_EOF)
+        if (c->over_budget && c->listener)
+            FX_LOG_LIMITED(WARN,
+                           "%s: partial frames of its connections hold %zu bytes of its budget "
+                           "of %zu; closing %s, which has not completed its handshake",
+                           c->listener->name, c->listener->held, c->listener->lim.buffer_budget,
+                           c->peer);
+        else if (nread != UV_EOF)
             FX_LOG(INFO, "%s: read error: %s", c->peer, uv_strerror((int)nread));
         if (c->connect_pending) {
             snprintf(c->auth_failure, sizeof c->auth_failure,
@@ -280,6 +376,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     c->rlen += (size_t)nread;
+    if (c->listener)
+        c->listener->held += (size_t)nread;
     if (c->hs && !run_handshake(c))
         return;
     dispatch_frames(c);
@@ -442,6 +540,8 @@ static bool run_handshake(net_conn *c)
             return false;
         memmove(c->rbuf, c->rbuf + r, c->rlen - (size_t)r);
         c->rlen -= (size_t)r;
+        if (c->listener)
+            c->listener->held -= (size_t)r;
         if (c->hs->state == HS_DONE)
             handshake_done(c);
     }
@@ -548,6 +648,13 @@ static void on_connection(uv_stream_t *server, int status)
             addr_format((struct sockaddr *)&ss, c->peer, sizeof c->peer);
         uv_tcp_nodelay(&c->h.tcp, 1);
     }
+    if (l->lim.max_conns && l->n_conns >= l->lim.max_conns) {
+        FX_LOG_LIMITED(WARN, "%s: %u connections open, its cap; closing the new one from %s",
+                       l->name, l->n_conns, c->peer);
+        c->open = true;
+        net_conn_close(c);
+        return;
+    }
     if (l->require_auth) {
         c->hs = malloc(sizeof *c->hs);
         if (!c->hs) {
@@ -559,10 +666,13 @@ static void on_connection(uv_stream_t *server, int status)
     }
     c->listener = l;
     DL_APPEND2(l->conns, c, lprev, lnext);
+    l->n_conns++;
     if (conn_start(c) < 0) {
         net_conn_close(c);
         return;
     }
+    if (l->lim.handshake_ms)
+        arm_deadline(c, l->lim.handshake_ms);
     if (l->on_accept)
         l->on_accept(c, l->ud);
 }
@@ -620,6 +730,13 @@ net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const 
         return NULL;
     }
     return l;
+}
+
+void net_listener_set_limits(net_listener *l, const net_listener_limits *lim)
+{
+    l->lim = *lim;
+    snprintf(l->name, sizeof l->name, "%s", lim->name ? lim->name : "listener");
+    l->lim.name = l->name;
 }
 
 int net_listener_port(const net_listener *l)

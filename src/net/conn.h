@@ -49,6 +49,22 @@ typedef struct net_listener net_listener;
  * resolve). */
 net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const net_conn_ops *ops,
                          net_accept_fn on_accept, void *ud, int *err);
+/* What a listener allows its peers. Every limit is off (0) until
+ * net_listener_set_limits is called. */
+typedef struct net_listener_limits {
+    const char *name;      /* the listener in logs, e.g. "master listener" (copied) */
+    unsigned max_conns;    /* accepted connections open at once; the next one is accepted
+                            * and closed at once (logged); 0: no cap */
+    uint64_t handshake_ms; /* a connection not past net_conn_handshake_done this long after
+                            * its accept is closed (logged); 0: no deadline */
+    size_t buffer_budget;  /* bytes received and not yet consumed (partial frames) across
+                            * the listener's connections; a read that would take one still
+                            * in its handshake past it closes that one (logged); 0: none */
+} net_listener_limits;
+
+/* Sets l's limits for the connections it accepts from now on (the budget
+ * counts those already open too). */
+void net_listener_set_limits(net_listener *l, const net_listener_limits *lim);
 /* The bound TCP port (after listening on port 0). */
 int net_listener_port(const net_listener *l);
 /* Stops listening and closes every connection it accepted that is still open. */
@@ -106,5 +122,9 @@ int net_conn_fd(const net_conn *c);
 size_t net_conn_write_queue(const net_conn *c);
 /* Largest body accepted from this peer (default FRAME_MAX_BODY). */
 void net_conn_set_max_body(net_conn *c, uint32_t max_body);
+/* The peer introduced itself (Register, ExternalHello): stops the handshake
+ * deadline of its listener, and its reads are no longer refused by the
+ * listener's buffer budget (max_body bounds them). */
+void net_conn_handshake_done(net_conn *c);
 
 #endif

@@ -9,6 +9,11 @@
  * KeyInfo / Lease (forwarded to the master as they are). When
  * a session connection closes, every holder of that external is released;
  * when any connection closes, its started puts are revoked.
+ *
+ * Strangers: a connection is refused at accept when its peer's credentials
+ * do not pass client_access.h, and until its ExternalHello it may send
+ * only small frames and must say hello within handshake_timeout (conn.h's
+ * listener limits, with max_client_connections and receive_buffer_budget).
  */
 #include "owner/extcall.h"
 
@@ -26,6 +31,10 @@
 #include "net/unix_path.h"
 
 #define EXT_PROTOCOL_VERSION 1u
+/* Externals send keys and ids, never payload; an ExternalHello is a few
+ * bytes, so strangers get less. */
+#define EXT_MAX_BODY (1u << 20)
+#define EXT_HELLO_MAX_BODY (64u * 1024u)
 
 /* ---- sessions ------------------------------------------------------------ */
 
@@ -77,6 +86,8 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
         }
         s->conns++;
         ec->s = s;
+        net_conn_handshake_done(c);
+        net_conn_set_max_body(c, EXT_MAX_BODY);
         resp.client_id = s->client_id;
         net_reply(c, h, &resp.base);
         return;
@@ -100,6 +111,8 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
     s->conns = 1;
     HASH_ADD(hh, o->sessions, client_id, sizeof s->client_id, s);
     ec->s = s;
+    net_conn_handshake_done(c);
+    net_conn_set_max_body(c, EXT_MAX_BODY);
     resp.client_id = s->client_id;
     /* The segment fd rides with the response: encode it here and send it with
      * SCM_RIGHTS on the raw socket, without waiting (timeout 0): a peer whose
@@ -303,6 +316,17 @@ static const net_conn_ops ext_ops = {.on_frame = on_ext_frame, .on_close = on_ex
 static void on_ext_accept(net_conn *c, void *ud)
 {
     owner *o = ud;
+    client_peer peer;
+    int r = client_access_check(&o->ext_access, net_conn_fd(c), &peer);
+    if (r < 0) {
+        FX_LOG_LIMITED(WARN,
+                       "client socket: refused a connection from uid %d gid %d pid %d: %s; the "
+                       "socket's configured mode and group do not admit it",
+                       (int)peer.uid, (int)peer.gid, (int)peer.pid,
+                       r == -EACCES ? "not allowed" : strerror(-r));
+        net_conn_close(c);
+        return;
+    }
     ext_conn *ec = calloc(1, sizeof *ec);
     if (!ec) {
         net_conn_close(c);
@@ -311,11 +335,12 @@ static void on_ext_accept(net_conn *c, void *ud)
     ec->o = o;
     ec->conn = c;
     net_conn_set_data(c, ec);
-    net_conn_set_max_body(c, 1u << 20); /* externals send keys and ids, never payload */
+    net_conn_set_max_body(c, EXT_HELLO_MAX_BODY);
 }
 
 /* Gives the bound client socket client_socket_group and client_socket_mode
- * (owner_config.h); -errno, logged with the key, when it cannot. */
+ * (owner_config.h), and sets the peer-credential rule to match them;
+ * -errno, logged with the key, when it cannot. */
 static int set_socket_access(owner *o)
 {
     const char *path = o->cfg.client_socket, *group = o->cfg.client_socket_group;
@@ -332,6 +357,7 @@ static int set_socket_access(owner *o)
         return -e;
     }
     unsigned mode = owner_config_socket_mode(&o->cfg);
+    client_access_init(&o->ext_access, mode, gid);
     if (chmod(path, (mode_t)mode) < 0) {
         int e = errno;
         FX_LOG(ERROR, "fluxonkv_spec.client_socket_mode: cannot set %s to %04o: %s", path, mode,
@@ -360,6 +386,11 @@ int owner_ext_listen(owner *o)
                unix_path_strerror(err));
         return err;
     }
+    net_listener_set_limits(o->ext_listener,
+                            &(net_listener_limits){.name = "client socket",
+                                                   .max_conns = o->cfg.max_client_connections,
+                                                   .handshake_ms = o->cfg.handshake_timeout_ms,
+                                                   .buffer_budget = o->cfg.receive_buffer_budget});
     err = set_socket_access(o);
     if (err < 0)
         return err;

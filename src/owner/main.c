@@ -7,6 +7,8 @@
  *                [--data-listen HOST:PORT] [--data-advertise HOST:PORT]
  *                [--prefault true|false] [--large-file-paths A,B]
  *                [--large-limit-size S1,S2] [--log-level LEVEL]
+ *                [--max-client-connections N] [--max-peer-connections N]
+ *                [--handshake-timeout DUR] [--receive-buffer-budget SIZE]
  *
  * Every YAML key can be given as a flag; flags override the file. Bad values
  * are startup errors naming the key, exit code 2; so is an SSD tier
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "owner/owner_config.h"
+#include "common/fd_limit.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "net/unix_path.h"
@@ -38,7 +41,9 @@ static void usage(FILE *f)
                "                    [--data-listen HOST:PORT] [--data-advertise HOST:PORT]\n"
                "                    [--prefault true|false] [--large-file-paths P1,P2]\n"
                "                    [--large-limit-size S1,S2] [--use-hugepages true|false]\n"
-               "                    [--log-level LEVEL]\n");
+               "                    [--log-level LEVEL]\n"
+               "                    [--max-client-connections N] [--max-peer-connections N]\n"
+               "                    [--handshake-timeout DURATION] [--receive-buffer-budget SIZE]\n");
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -55,6 +60,7 @@ static int start_data_plane(owner *o)
         return -1;
     }
     dp_engine_set_peer_keys(o->dp, owner_peer_key, o);
+    dp_engine_set_limits(o->dp, o->cfg.max_peer_connections, o->cfg.handshake_timeout_ms);
     char why[512];
     if (owner_data_address_init(o, why, sizeof why) < 0) {
         fprintf(stderr, "fluxon-owner: %s\n", why);
@@ -89,6 +95,10 @@ int main(int argc, char **argv)
         {"large-limit-size", required_argument, 0, 'L'},
         {"log-level", required_argument, 0, 'v'},
         {"use-hugepages", required_argument, 0, 'H'},
+        {"max-client-connections", required_argument, 0, 'X'},
+        {"max-peer-connections", required_argument, 0, 'Y'},
+        {"handshake-timeout", required_argument, 0, 'T'},
+        {"receive-buffer-budget", required_argument, 0, 'R'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
     };
@@ -98,6 +108,8 @@ int main(int argc, char **argv)
         ['P'] = "fluxonkv_spec.prefault", ['f'] = "fluxonkv_spec.large_file_paths",
         ['L'] = "fluxonkv_spec.large_limit_size", ['v'] = "log_level",
         ['H'] = "fluxonkv_spec.use_hugepages", ['D'] = "data_listen", ['A'] = "data_advertise",
+        ['X'] = "max_client_connections", ['Y'] = "max_peer_connections",
+        ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget",
     };
     fx_log_init("owner");
     signal(SIGPIPE, SIG_IGN);
@@ -141,6 +153,8 @@ int main(int argc, char **argv)
     }
     if (o.cfg.log_level >= 0)
         fx_log_threshold = o.cfg.log_level;
+    /* Both listeners may reach their caps; more for peers, the master, the SSD tier. */
+    fd_limit_raise((unsigned long)o.cfg.max_client_connections + o.cfg.max_peer_connections + 256);
     if (config_parse_hostport(o.cfg.master, o.master_host, sizeof o.master_host, &o.master_port) < 0) {
         fprintf(stderr, "fluxon-owner: master: '%s' is not HOST:PORT\n", o.cfg.master);
         rc = 2;

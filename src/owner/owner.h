@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "owner/owner_config.h"
+#include "owner/client_access.h"
 #include "common/hashtable.h"
 #include "net/auth_key.h"
 #include "net/conn.h"
@@ -131,6 +132,7 @@ typedef struct owner {
     uint32_t node_id;
     uint64_t tomb_tag;
     net_listener *ext_listener;
+    client_access ext_access; /* who may use ext_listener (client_access.h) */
     struct dp_engine *dp; /* the owner-to-owner data plane */
     struct ssd_tier *ssd; /* the SSD tier (ssd_tier.h), NULL without one */
     char data_addr[300];  /* where peers reach dp, "host:port" (data_address.c) */

@@ -32,6 +32,10 @@ static const struct cfg_key owner_keys[] = {
     {"data_advertise", CK_HOSTPORT_OPT, OWNER_F(data_advertise), 0, 0, NULL},
     {"log_level", CK_LOGLEVEL, OWNER_F(log_level), 0, 0, NULL},
     {"cluster_secret_file", CK_STR_OPT, OWNER_F(cluster_secret_file), 0, 0, NULL},
+    {"max_client_connections", CK_COUNT, OWNER_F(max_client_connections), 0, 1, NULL},
+    {"max_peer_connections", CK_COUNT, OWNER_F(max_peer_connections), 0, 1, NULL},
+    {"handshake_timeout", CK_DURATION, OWNER_F(handshake_timeout_ms), 0, 1, NULL},
+    {"receive_buffer_budget", CK_SIZE, OWNER_F(receive_buffer_budget), 0, 1, NULL},
     {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
     {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1, NULL},
     {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0, NULL},
@@ -54,6 +58,10 @@ void owner_config_init(owner_config *c)
     c->cluster_name = strdup("fluxon"); /* NULL on OOM: validate reports it */
     c->data_listen = strdup("127.0.0.1:0");
     c->log_level = -1;
+    c->max_client_connections = 4096;
+    c->max_peer_connections = 4096;
+    c->handshake_timeout_ms = 5000;
+    c->receive_buffer_budget = 256ull << 20;
     c->prefault = true;
     c->use_hugepages = true;
 }

@@ -17,6 +17,17 @@
  *                                           # [::]) the local address of the
  *                                           # connection to the master
  *   log_level: warn                         # optional: error|warn|info|debug
+ *   max_client_connections: 4096            # optional, default 4096, >= 1: connections
+ *                                           # open at once on the client socket
+ *   max_peer_connections: 4096              # optional, default 4096, >= 1: inbound
+ *                                           # connections open at once on the data plane
+ *   handshake_timeout: 5s                   # optional, default 5s, > 0: a client without
+ *                                           # ExternalHello, a peer without HELLO by then
+ *                                           # is closed
+ *   receive_buffer_budget: 256MiB           # optional, default 256 MiB, > 0: bytes of
+ *                                           # partial frames held across client
+ *                                           # connections; one still without
+ *                                           # ExternalHello that would pass it is closed
  *   fluxonkv_spec:
  *     memory_size: 2GB                      # required, > 0
  *     client_socket: ./var/owner0.sock      # required
@@ -53,6 +64,10 @@ typedef struct owner_config {
     char *cluster_secret_file; /* the cluster secret proven to the master; NULL: none
                                 * (then data_listen must stay on loopback) */
     int log_level;          /* -1: not set */
+    unsigned max_client_connections; /* default 4096, >= 1 */
+    unsigned max_peer_connections;   /* default 4096, >= 1 */
+    uint64_t handshake_timeout_ms;   /* default 5000, > 0 */
+    uint64_t receive_buffer_budget;  /* default 256 MiB, > 0 */
     uint64_t memory_size;   /* required, > 0 */
     char *client_socket;    /* required */
     char *client_socket_mode;  /* octal permission bits of the socket, NULL: "0600" */

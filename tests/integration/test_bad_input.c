@@ -32,10 +32,13 @@
 #include "fluxon/fluxon.h"
 #include "net/frame.h"
 #include "net/msg.h"
+#include "sock_probe.h"
 #include "testlib.h"
 
 #define WAIT_MS 5000              /* how long a server gets to drop a bad connection */
 #define EXT_MAX_BODY (1u << 20)   /* the owner's limit for external connections */
+#define EXT_HELLO_MAX_BODY (64u * 1024u) /* ... until their ExternalHello */
+#define UNREGISTERED_MAX_BODY (64u * 1024u) /* the master's, until Register */
 #define SEG_SIZE (64ull << 20)
 
 static test_cluster tc;
@@ -150,43 +153,6 @@ static bool pb_find(const uint8_t *b, size_t n, unsigned field, uint64_t *v, con
 }
 
 /* ---- raw sockets ------------------------------------------------------------- */
-
-static int unix_connect(const char *path)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    return fd;
-}
-
-static int tcp_connect(const char *addr)
-{
-    char host[64];
-    snprintf(host, sizeof host, "%s", addr);
-    char *colon = strrchr(host, ':');
-    if (!colon)
-        return -EINVAL;
-    *colon = 0;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-        return -EINVAL;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    return fd;
-}
 
 static int wait_io(int fd, short ev, uint64_t deadline)
 {
@@ -432,6 +398,19 @@ static void check_service(const char *after)
           (unsigned long long)(now_ms() - t0));
 }
 
+/* A body of exactly len bytes (len >= 16 Ki + 8, so that its padding's length
+ * takes a 3-byte varint): an ExternalHello of version 1 when hello, else
+ * empty, padded with unknown field 15. Returns len. */
+static size_t padded_body(uint8_t *b, bool hello, size_t len)
+{
+    size_t n = hello ? pb_uint(b, 1, 1) : 0;
+    size_t pad = len - n - 1 - 3; /* tag + 3-byte length varint */
+    n += pb_varint(b + n, 15u << 3 | 2);
+    n += pb_varint(b + n, pad);
+    memset(b + n, 0x5a, pad);
+    return n + pad;
+}
+
 /* ---- one connection, one abuse -------------------------------------------- */
 
 typedef int (*connect_fn)(const char *);
@@ -579,25 +558,25 @@ static void owner_abuse(void)
 {
     uint8_t hb[32];
     size_t hl = hello_body(hb, 1, 0);
-    common_abuse("owner", unix_connect, tc.socket, EXT_MAX_BODY, MSG_EXT_HELLO, hb, hl);
+    common_abuse("owner", probe_unix, tc.socket, EXT_HELLO_MAX_BODY, MSG_EXT_HELLO, hb, hl);
 
     uint8_t buf[256], body[128];
     /* Requests other than ExternalHello first: dropped unanswered. */
     size_t bl = pb_bytes(body, 1, "k", 1);
     bl += pb_uint(body + bl, 2, 10);
     size_t n = frame(buf, MSG_PUT_START, 0, 1, body, bl);
-    expect_dropped("owner", unix_connect, tc.socket, "PutStart before hello", buf, n);
+    expect_dropped("owner", probe_unix, tc.socket, "PutStart before hello", buf, n);
     n = frame(buf, MSG_EXT_PUT_START, 0, 1, body, bl);
-    expect_dropped("owner", unix_connect, tc.socket, "ExternalPutStart before hello", buf, n);
+    expect_dropped("owner", probe_unix, tc.socket, "ExternalPutStart before hello", buf, n);
     n = frame(buf, MSG_EXT_PING, 0, 1, NULL, 0);
-    expect_dropped("owner", unix_connect, tc.socket, "ExternalPing before hello", buf, n);
+    expect_dropped("owner", probe_unix, tc.socket, "ExternalPing before hello", buf, n);
     bl = pb_bytes(body, 1, "owner0", 6);
     n = frame(buf, MSG_REGISTER, 0, 1, body, bl);
-    expect_dropped("owner", unix_connect, tc.socket, "Register before hello", buf, n);
+    expect_dropped("owner", probe_unix, tc.socket, "Register before hello", buf, n);
 
     /* A hello cut short, then the client leaves. */
     n = frame(buf, MSG_EXT_HELLO, 0, 1, hb, hl);
-    int fd = unix_connect(tc.socket);
+    int fd = probe_unix(tc.socket);
     CHECK(fd >= 0, "connect for a truncated hello");
     if (fd >= 0) {
         CHECK(send_all(fd, buf, n - 1) == 0, "send a truncated hello");
@@ -606,42 +585,50 @@ static void owner_abuse(void)
     }
     check_service("owner-truncated-hello");
 
-    /* A hello of exactly the 1 MiB limit (padded with an unknown field) is
-     * accepted: the limit is the limit, not less. */
+    /* A hello of exactly the 64 KiB limit of strangers (padded with an
+     * unknown field) is accepted: the limit is the limit, not less. After
+     * it, the limit is 1 MiB: a ping of exactly that is answered. */
     uint8_t *big = malloc(FRAME_HDR_LEN + EXT_MAX_BODY);
     REQUIRE(big, "malloc");
-    uint8_t *bb = big + FRAME_HDR_LEN;
-    size_t bn = pb_uint(bb, 1, 1);
-    size_t pad = EXT_MAX_BODY - bn - 1 - 3; /* tag + 3-byte length varint */
-    bn += pb_varint(bb + bn, 15u << 3 | 2);
-    bn += pb_varint(bb + bn, pad);
-    memset(bb + bn, 0x5a, pad);
-    bn += pad;
-    REQUIRE(bn == EXT_MAX_BODY, "padded hello is %zu bytes", bn);
+    size_t bn = padded_body(big + FRAME_HDR_LEN, true, EXT_HELLO_MAX_BODY);
     hdr_put(big, (uint32_t)bn, MSG_EXT_HELLO, 0, 77);
-    fd = unix_connect(tc.socket);
-    CHECK(fd >= 0, "connect for a 1 MiB hello");
+    fd = probe_unix(tc.socket);
+    CHECK(fd >= 0, "connect for a 64 KiB hello");
     if (fd >= 0) {
         rframe f;
         int r = send_all(fd, big, FRAME_HDR_LEN + bn);
-        CHECK(r == 0, "send a 1 MiB hello: %s", strerror(-r));
+        CHECK(r == 0, "send a 64 KiB hello: %s", strerror(-r));
         r = read_frame(fd, &f);
-        CHECK(r == 1, "a hello of exactly 1 MiB is answered (%d)", r);
+        CHECK(r == 1, "a hello of exactly 64 KiB is answered (%d)", r);
         if (r == 1) {
             CHECK(f.type == MSG_EXT_HELLO && (f.flags & FRAME_RESPONSE) && f.req_id == 77 &&
                       resp_status(&f) == 0,
-                  "1 MiB hello: type %u flags %u req %llu status %d", f.type, f.flags,
+                  "64 KiB hello: type %u flags %u req %llu status %d", f.type, f.flags,
                   (unsigned long long)f.req_id, resp_status(&f));
             CHECK(f.fds == 1, "the session's hello response carries the segment fd (%d)", f.fds);
             rframe_free(&f);
         }
+        bn = padded_body(big + FRAME_HDR_LEN, false, EXT_MAX_BODY);
+        hdr_put(big, (uint32_t)bn, MSG_EXT_PING, 0, 78);
+        r = send_all(fd, big, FRAME_HDR_LEN + bn);
+        CHECK(r == 0, "send a 1 MiB ping after the hello: %s", strerror(-r));
+        r = read_frame(fd, &f);
+        CHECK(r == 1 && f.type == MSG_EXT_PING && f.req_id == 78 && resp_status(&f) == 0,
+              "a ping of exactly 1 MiB after the hello is answered (%d)", r);
+        if (r == 1)
+            rframe_free(&f);
         close(fd);
     }
+    /* One byte over the limit of strangers: dropped. */
+    bn = padded_body(big + FRAME_HDR_LEN, true, EXT_HELLO_MAX_BODY + 1);
+    hdr_put(big, (uint32_t)bn, MSG_EXT_HELLO, 0, 79);
+    expect_dropped("owner", probe_unix, tc.socket, "hello of 64 KiB + 1", big,
+                   FRAME_HDR_LEN + bn);
     free(big);
-    check_service("owner-1MiB-hello");
+    check_service("owner-64KiB-hello");
 
     /* Error answers on a connection that stays usable. */
-    fd = unix_connect(tc.socket);
+    fd = probe_unix(tc.socket);
     CHECK(fd >= 0, "connect for error answers");
     if (fd < 0)
         return;
@@ -754,7 +741,8 @@ static void master_abuse(void)
     size_t pl = pb_bytes(ps, 1, "raw-put-key", 11);
     pl += pb_uint(ps + pl, 2, 100);
     pl += pb_uint(ps + pl, 3, 1);
-    common_abuse("master", tcp_connect, tc.master_addr, FRAME_MAX_BODY, MSG_PUT_START, ps, pl);
+    common_abuse("master", probe_tcp, tc.master_addr, UNREGISTERED_MAX_BODY, MSG_PUT_START, ps,
+                 pl);
 
     /* A value put by a real client, which the stranger must not be able to
      * touch. */
@@ -763,7 +751,7 @@ static void master_abuse(void)
     int r = fx_put(veteran, victim, strlen(victim), vval, sizeof vval);
     REQUIRE(r == 0, "put the victim: %s", fx_strerror(r));
 
-    int fd = tcp_connect(tc.master_addr);
+    int fd = probe_tcp(tc.master_addr);
     CHECK(fd >= 0, "master: connect: %s", strerror(-fd));
     if (fd < 0)
         return;
@@ -934,7 +922,7 @@ static void check_nospace(void)
  * not stall the owner's loop (it used to wait up to 1 s in fdpass_send). */
 static void owner_hello_behind_unread_answers(void)
 {
-    int fd = unix_connect(tc.socket);
+    int fd = probe_unix(tc.socket);
     REQUIRE(fd >= 0, "connect");
     uint8_t hb[16], one[64];
     size_t hl = hello_body(hb, 2, 0); /* refused: each one earns an error answer */

@@ -400,20 +400,6 @@ static void ring_eviction(void)
 
 /* ---- 3. corrupted shard files ------------------------------------------- */
 
-/* True when the file at path holds needle (read whole: a test log). */
-static bool file_contains(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    char line[1024];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, needle) != NULL;
-    fclose(f);
-    return found;
-}
-
 /* Overwrites every shard file under dir with garbage, bypassing the page
  * cache like the owner's reads (O_DIRECT; else write, fdatasync and drop the
  * cached pages). Returns the number of files, or -1. */
@@ -565,8 +551,8 @@ static void corrupted_shards(void)
     snprintf(log, sizeof log, "%s/owner0.log", tc.dir);
     bool reported = false;
     for (int i = 0; i < 300 && !reported; i++) { /* 15 s: slow under the sanitizers */
-        reported = file_contains(log, "value(s) with a bad checksum since the last report") &&
-                   !file_contains(log, " 0 value(s) with a bad checksum");
+        reported = cluster_log_contains(log, "value(s) with a bad checksum since the last report") &&
+                   !cluster_log_contains(log, " 0 value(s) with a bad checksum");
         if (!reported)
             sleep_ms(50);
     }

@@ -923,6 +923,60 @@ static void test_master_placement(void)
     EXPECT_MASTER_ERR("placement: {a: b}\n", "placement: expected a scalar");
 }
 
+/* The listeners' limits: connection caps (a whole number, >= 1), the
+ * handshake deadline and the buffer budget, with their defaults. */
+static void test_connection_limits(void)
+{
+    char err[512];
+    master_config m;
+    master_config_init(&m);
+    CHECK(m.max_connections == 4096 && m.handshake_timeout_ms == 5000 &&
+              m.receive_buffer_budget == 256ull << 20,
+          "master defaults: %u, %" PRIu64 ", %" PRIu64, m.max_connections,
+          m.handshake_timeout_ms, m.receive_buffer_budget);
+    const char *yaml = "max_connections: 50\nhandshake_timeout: 500ms\n"
+                       "receive_buffer_budget: 8MiB\n";
+    REQUIRE(master_config_load(&m, write_tmp(yaml), err, sizeof err) == 0, "load: %s", err);
+    CHECK(m.max_connections == 50 && m.handshake_timeout_ms == 500 &&
+              m.receive_buffer_budget == 8ull << 20,
+          "master values");
+    CHECK(master_config_set(&m, "max-connections", "7", err, sizeof err) == 0 &&
+              m.max_connections == 7,
+          "max-connections flag: %s", err);
+    CHECK(master_config_set(&m, "max_connections", "16777217", err, sizeof err) == -1 &&
+              contains(err, "max_connections: invalid count") && m.max_connections == 7,
+          "a count over the maximum: %s", err);
+    master_config_free(&m);
+    EXPECT_MASTER_ERR("max_connections: 0\n", "max_connections: invalid count '0'");
+    EXPECT_MASTER_ERR("max_connections: -1\n", "max_connections: invalid count");
+    EXPECT_MASTER_ERR("max_connections: 4k\n", "max_connections: invalid count");
+    EXPECT_MASTER_ERR("max_connections: \"\"\n", "max_connections");
+    EXPECT_MASTER_ERR("handshake_timeout: 0\n", "handshake_timeout: must be > 0");
+    EXPECT_MASTER_ERR("receive_buffer_budget: 0\n", "receive_buffer_budget: must be > 0");
+
+    owner_config o;
+    owner_config_init(&o);
+    CHECK(o.max_client_connections == 4096 && o.max_peer_connections == 4096 &&
+              o.handshake_timeout_ms == 5000 && o.receive_buffer_budget == 256ull << 20,
+          "owner defaults");
+    yaml = OWNER_BASE "max_client_connections: 50\nmax_peer_connections: 60\n"
+                      "handshake_timeout: 1s\nreceive_buffer_budget: 1MiB\n";
+    REQUIRE(owner_config_load(&o, write_tmp(yaml), err, sizeof err) == 0, "load: %s", err);
+    CHECK(o.max_client_connections == 50 && o.max_peer_connections == 60 &&
+              o.handshake_timeout_ms == 1000 && o.receive_buffer_budget == 1u << 20,
+          "owner values");
+    CHECK(owner_config_validate(&o, err, sizeof err) == 0, "validate: %s", err);
+    CHECK(owner_config_set(&o, "max-peer-connections", "3", err, sizeof err) == 0 &&
+              o.max_peer_connections == 3,
+          "max-peer-connections flag: %s", err);
+    owner_config_free(&o);
+    EXPECT_OWNER_ERR(OWNER_BASE "max_client_connections: 0\n",
+                     "max_client_connections: invalid count");
+    EXPECT_OWNER_ERR(OWNER_BASE "max_peer_connections: many\n",
+                     "max_peer_connections: invalid count");
+    EXPECT_OWNER_ERR(OWNER_BASE "handshake_timeout: soon\n", "handshake_timeout: invalid duration");
+}
+
 static void test_hostport(void)
 {
     char host[64];
@@ -975,6 +1029,7 @@ int main(void)
     test_master_placement();
     test_master_advertise();
     test_hostport();
+    test_connection_limits();
     cleanup();
     return test_finish();
 }

@@ -14,7 +14,9 @@
  * that send garbage, truncated or oversized headers, requests before the
  * handshake passed, a proof made with the wrong key, half a WRITE, or never
  * hang up after a refusal (the engine goes on serving), a peer that closes
- * mid-transfer, timeouts against a socket that never answers, peers dialled
+ * mid-transfer, strangers past the connection cap (closed at once) or silent
+ * past the handshake deadline (closed then, while a peer whose handshake
+ * passed is served), timeouts against a socket that never answers, peers dialled
  * by name (an asynchronous lookup) and over IPv6 ([::1], when the machine has
  * it), a name that does not resolve, a peer forgotten while its name is looked
  * up, and an orderly close that leaves no handle behind.
@@ -1085,14 +1087,21 @@ static bool half_write_landed(void *arg)
     return B.seg[20099] == 0xcd;
 }
 
-static void test_raw_clients(void)
+/* Runs the raw clients of fn on their own thread against the engine of n,
+ * while this thread runs the loop; true when they finished in time. */
+static bool run_raw_clients(void *(*fn)(void *), const node *n)
 {
-    raw_job j = {.port = dp_engine_port(B.e)};
+    raw_job j = {.port = dp_engine_port(n->e)};
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, raw_thread, &j) == 0, "raw client thread");
+    REQUIRE(pthread_create(&t, NULL, fn, &j) == 0, "raw client thread");
     bool ok = run_until(raw_done, &j, 60000);
     pthread_join(t, NULL);
-    CHECK(ok, "raw clients finished");
+    return ok;
+}
+
+static void test_raw_clients(void)
+{
+    CHECK(run_raw_clients(raw_thread, &B), "raw clients finished");
     /* The half WRITE's 100 bytes may still be on their way into B. */
     CHECK(run_until(half_write_landed, NULL, WAIT_MS), "the half WRITE's bytes landed");
     CHECK(holds(B.seg, 0, B.seed, 0, 9999) && holds(B.seg, 9999 + 77, B.seed, 9999 + 77, 20000 - 9999 - 77) &&
@@ -1169,6 +1178,60 @@ static void test_forget_peer(void)
     /* A's own connections to B went the same way; B's table still lists A,
      * so A connects and proves itself afresh. */
     pull_ok(77, 7777, MIB + 5);
+}
+
+/* ---- strangers: the connection cap and the HELLO deadline --------------------------------------- */
+
+#define STRANGER_CAP 3
+#define STRANGER_HELLO_MS 300
+
+static void *strangers_thread(void *arg)
+{
+    raw_job *j = arg;
+    int silent[STRANGER_CAP - 1], fd;
+    for (int i = 0; i < STRANGER_CAP - 1; i++)
+        silent[i] = raw_connect(j->port);
+    int peer = raw_authed(j->port, 1); /* the last place: passes the handshake */
+    dp_hdr h;
+    char detail[DP_DETAIL_MAX + 1];
+    CHECK(peer >= 0, "a peer within the cap passes the handshake");
+    struct timeval t0, t1;
+    gettimeofday(&t0, NULL);
+    fd = raw_connect(j->port);
+    CHECK(fd >= 0 && dp_raw_hung_up(fd), "the connection over the cap is hung up on");
+    gettimeofday(&t1, NULL);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_usec - t0.tv_usec) / 1000;
+    CHECK(ms < STRANGER_HELLO_MS, "... at once (%ld ms), not at the HELLO deadline", ms);
+    close(fd);
+    for (int i = 0; i < STRANGER_CAP - 1; i++) {
+        CHECK(dp_raw_hung_up(silent[i]), "a silent stranger is closed at the HELLO deadline");
+        close(silent[i]);
+    }
+    gettimeofday(&t1, NULL);
+    ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_usec - t0.tv_usec) / 1000;
+    CHECK(ms >= STRANGER_HELLO_MS / 2, "... and not before it (%ld ms)", ms);
+    usleep(2 * STRANGER_HELLO_MS * 1000);
+    dp_raw_send_hdr(peer, DP_READ, 9, 0, 16);
+    uint8_t data[16];
+    CHECK(dp_raw_recv_reply(peer, &h, detail, sizeof detail) && h.op == DP_READ_DATA &&
+              h.status == 0 && dp_raw_recv_all(peer, data, sizeof data),
+          "the peer whose HELLO passed is served past the deadline");
+    close(peer);
+    __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_strangers(void)
+{
+    /* B: the raw handshake helpers speak to B. A's own connections to B are
+     * open already and stay within the cap. */
+    dp_engine_set_limits(B.e, STRANGER_CAP + DP_CONNS_PER_PEER, STRANGER_HELLO_MS);
+    CHECK(run_raw_clients(strangers_thread, &B), "strangers finished");
+    dp_engine_set_limits(B.e, DP_DEFAULT_MAX_PEER_CONNS, DP_DEFAULT_HELLO_MS);
+    result r;
+    CHECK(transfer(&A, &B, true, 0, 0, MIB, 10000, &r) == 0 && holds(A.seg, 0, B.seed, 0, MIB),
+          "B still serves its peers: %s", r.detail);
+    restore(&A, 0, MIB);
 }
 
 /* ---- failures of the peer ----------------------------------------------------------------------- */
@@ -1359,6 +1422,7 @@ int main(void)
     test_forged_server();
     test_raw_clients();
     test_forget_peer();
+    test_strangers();
     test_peer_closes();
     test_timeouts();
     node E, F = {0};

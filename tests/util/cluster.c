@@ -89,6 +89,19 @@ void cluster_print_log_tail(const char *path)
     fclose(f);
 }
 
+bool cluster_log_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
 void cluster_dump_logs(const test_cluster *tc)
 {
     char p[512];
@@ -186,10 +199,11 @@ static int write_owner_yaml(const test_cluster *tc, int i, char *path, size_t ca
     if (tc->secret_file[0])
         fprintf(f, "cluster_secret_file: %s\n", tc->secret_file);
     fprintf(f,
+            "%s"
             "fluxonkv_spec:\n"
             "  memory_size: %" PRIu64 "\n"
             "  client_socket: %s\n",
-            tc->memory_size, tc->sockets[i]);
+            tc->owner_yaml, tc->memory_size, tc->sockets[i]);
     if (tc->ssd_size) {
         char ssd_dir[300];
         snprintf(ssd_dir, sizeof ssd_dir, "%s/ssd%d", tc->dir, i);
@@ -285,24 +299,25 @@ int cluster_start_args(test_cluster *tc, uint64_t memory_size, const char *const
 static void cluster_abandon(void *arg);
 
 static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
-                         const cluster_addrs *addrs, const char *const *master_args);
+                         const cluster_addrs *addrs, const char *const *master_args,
+                         const char *owner_yaml);
 
 int cluster_start_n(test_cluster *tc, int n_owners, uint64_t memory_size,
                     const char *const *master_args)
 {
-    return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args);
+    return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args, "");
 }
 
 int cluster_start_ssd(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
                       const char *const *master_args)
 {
-    return start_cluster(tc, n_owners, memory_size, ssd_size, NULL, master_args);
+    return start_cluster(tc, n_owners, memory_size, ssd_size, NULL, master_args, "");
 }
 
 int cluster_start_addrs(test_cluster *tc, int n_owners, uint64_t memory_size,
                         const cluster_addrs *addrs, const char *const *master_args)
 {
-    return start_cluster(tc, n_owners, memory_size, 0, addrs, master_args);
+    return start_cluster(tc, n_owners, memory_size, 0, addrs, master_args, "");
 }
 
 /* Owner i's master, data_listen and data_advertise, from addrs or the
@@ -321,11 +336,24 @@ static void set_owner_addrs(test_cluster *tc, int i, const cluster_addrs *addrs)
     snprintf(tc->data_advertise[i], sizeof tc->data_advertise[i], "%s", da);
 }
 
+int cluster_start_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
+                       const char *const *master_args, const char *owner_yaml)
+{
+    return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args, owner_yaml);
+}
+
 static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
-                         const cluster_addrs *addrs, const char *const *master_args)
+                         const cluster_addrs *addrs, const char *const *master_args,
+                         const char *owner_yaml)
 {
     memset(tc, 0, sizeof *tc);
     tc->ssd_size = ssd_size;
+    if (strlen(owner_yaml) >= sizeof tc->owner_yaml) {
+        fprintf(stderr, "cluster: %zu bytes of owner YAML (at most %zu)\n", strlen(owner_yaml),
+                sizeof tc->owner_yaml - 1);
+        return -1;
+    }
+    snprintf(tc->owner_yaml, sizeof tc->owner_yaml, "%s", owner_yaml);
     if (n_owners < 1 || n_owners > TEST_CLUSTER_MAX_OWNERS) {
         fprintf(stderr, "cluster: %d owners (expected 1..%d)\n", n_owners,
                 TEST_CLUSTER_MAX_OWNERS);

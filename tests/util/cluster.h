@@ -51,12 +51,19 @@ typedef struct test_cluster {
     char owner_master[TEST_CLUSTER_MAX_OWNERS][300];
     char data_listen[TEST_CLUSTER_MAX_OWNERS][80];
     char data_advertise[TEST_CLUSTER_MAX_OWNERS][80];
+    char owner_yaml[512]; /* top-level lines added to each owner's YAML ("" none) */
 } test_cluster;
 
 /* cluster_start_n with an SSD tier of ssd_size bytes per owner, in
  * tc->dir/ssd<i> (removed with the directory by cluster_stop). */
 int cluster_start_ssd(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
                       const char *const *master_args);
+
+/* cluster_start_n with owner_yaml (top-level YAML lines, e.g.
+ * "handshake_timeout: 500ms\n"; at most 511 bytes) added to every owner's
+ * file, restarts included. */
+int cluster_start_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
+                       const char *const *master_args, const char *owner_yaml);
 
 /* Starts a master and one owner with a memory_size-byte segment. Returns 0, or
  * -1 after printing why (with the logs) to stderr. */
@@ -107,6 +114,8 @@ int cluster_node_ids(fx_client *c, uint32_t *node_of, int n);
 void cluster_dump_logs(const test_cluster *tc);
 /* Prints the tail of one log file to stderr. */
 void cluster_print_log_tail(const char *path);
+/* True when a line of the log file at path contains needle. */
+bool cluster_log_contains(const char *path, const char *needle);
 /* Path of a binary of the build tree ("fluxon-master", "fluxon", ...). */
 const char *cluster_bin(const char *name);
 

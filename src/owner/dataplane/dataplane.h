@@ -11,6 +11,13 @@
  * No byte is copied in user space: payload goes from the segment to the
  * socket and from the socket to the segment (wire format in dp_frame.h).
  *
+ * Strangers: at most DP_DEFAULT_MAX_PEER_CONNS inbound connections are open at
+ * once (the next one is accepted and closed at once), and one whose handshake has
+ * not passed DP_DEFAULT_HELLO_MS after its accept is closed; both are logged
+ * and can be changed with dp_engine_set_limits(). A connection's receive
+ * memory is fixed (a header, a HELLO or PROOF body of at most DP_HELLO_MAX_BODY, or
+ * the segment itself), so there is no buffer to bound beyond the count.
+ *
  * Trust: nothing moves before a connection's handshake passed (dp_frame.h,
  * dp_handshake.h). The client names itself (node id, incarnation) and the
  * node it means to reach; the server answers only a live member of the
@@ -56,6 +63,8 @@
 #define DP_CONNS_PER_PEER 2      /* connections kept to one peer */
 #define DP_SOCK_BUF (4 << 20)    /* SO_SNDBUF / SO_RCVBUF asked for */
 #define DP_LINGER_MS 5000        /* how long a refused peer may take to hang up */
+#define DP_DEFAULT_MAX_PEER_CONNS 4096 /* inbound connections open at once */
+#define DP_DEFAULT_HELLO_MS 5000 /* how long a new inbound peer has for its HELLO */
 
 typedef struct dp_engine dp_engine;
 
@@ -104,6 +113,9 @@ void dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag);
 /* Where handshakes look up pair keys. Without it every handshake fails, both
  * ways. */
 void dp_engine_set_peer_keys(dp_engine *e, dp_peer_key_fn fn, void *ud);
+/* Inbound limits for connections accepted from now on: max_conns open at
+ * once (>= 1), hello_ms (> 0) from accept to a passed handshake. */
+void dp_engine_set_limits(dp_engine *e, unsigned max_conns, uint64_t hello_ms);
 
 /* Starts a transfer with peer_node, whose data plane listens on peer_addr
  * ("HOST:PORT": a literal is dialled at once, a name is looked up on libuv's

@@ -94,7 +94,7 @@ static int engine_listen(dp_engine *e, const struct sockaddr *sa)
     dp_tune_socket(&e->listener);
     r = uv_tcp_bind(&e->listener, sa, 0);
     if (r == 0)
-        r = uv_listen((uv_stream_t *)&e->listener, 128, on_connection);
+        r = uv_listen((uv_stream_t *)&e->listener, 512, on_connection);
     return r;
 }
 
@@ -121,6 +121,8 @@ dp_engine *dp_engine_new(uv_loop_t *loop, uint8_t *seg_base, uint64_t seg_size,
     e->seg_size = seg_size;
     e->timer_due = DP_NO_DEADLINE;
     e->next_id = 1;
+    e->max_sconns = DP_DEFAULT_MAX_PEER_CONNS;
+    e->hello_ms = DP_DEFAULT_HELLO_MS;
     uv_timer_init(loop, &e->timer);
     e->timer.data = e;
     e->handles++;
@@ -159,6 +161,12 @@ void dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag)
         dp_server_close_all(e);
         dp_client_close_all(e, FX_ESTALE, "the data-plane identity changed (re-registered)");
     }
+}
+
+void dp_engine_set_limits(dp_engine *e, unsigned max_conns, uint64_t hello_ms)
+{
+    e->max_sconns = max_conns ? max_conns : 1;
+    e->hello_ms = hello_ms ? hello_ms : 1;
 }
 
 void dp_engine_set_peer_keys(dp_engine *e, dp_peer_key_fn fn, void *ud)

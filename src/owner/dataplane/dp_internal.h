@@ -35,7 +35,8 @@ struct dp_engine {
     uint64_t seg_size;
     uv_tcp_t listener;
     /* One timer for everything time-driven: starting queued transfers (due
-     * at once), transfer timeouts and the linger of refused inbound peers.
+     * at once), transfer timeouts, the HELLO deadline of new inbound peers
+     * and the linger of refused ones.
      * timer_due is when it is armed to fire (DP_NO_DEADLINE: not armed). */
     uv_timer_t timer;
     uint64_t timer_due;
@@ -47,6 +48,9 @@ struct dp_engine {
     void *peer_key_ud;
 
     struct dp_sconn *sconns; /* inbound, open or lingering */
+    unsigned n_sconns;       /* how many sconns holds */
+    unsigned max_sconns;     /* the cap on n_sconns (dp_engine_set_limits) */
+    uint64_t hello_ms;       /* from accept to a passed HELLO */
     struct dp_peer *peers;   /* outbound, by (node, addr) */
     struct dp_xfer *queued;  /* accepted by dp_transfer, not started yet */
     struct dp_xfer *xfers;   /* started, callback not yet run */
@@ -76,7 +80,8 @@ bool dp_peer_key(dp_engine *e, uint32_t node_id, uint64_t *tomb_tag, auth_key *k
 
 /* Accepts one pending connection on the listener. */
 void dp_server_accept(dp_engine *e);
-/* Closes lingering connections whose time is up; returns the next deadline. */
+/* Closes inbound connections whose deadline passed (no HELLO in time, or a
+ * refused one still lingering); returns the next deadline. */
 uint64_t dp_server_sweep(dp_engine *e, uint64_t now);
 /* Closes every inbound connection. */
 void dp_server_close_all(dp_engine *e);

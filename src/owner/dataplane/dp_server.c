@@ -19,6 +19,10 @@
  * queued in libuv it stops reading, so a peer that asks faster than it reads
  * the answers is held back by TCP rather than by our memory.
  *
+ * Strangers: a connection over the engine's cap is accepted and closed at
+ * once; one whose handshake has not passed by its deadline is closed (the engine
+ * timer runs dp_server_sweep).
+ *
  * Refusals: a request before the handshake passed, a hello for another node,
  * from a node that is not a live member (or from another incarnation of it),
  * a proof that fails, or a range outside the segment is answered with an
@@ -79,7 +83,8 @@ typedef struct dp_sconn {
     dp_handshake hs; /* from the HELLO on: who the peer claims to be, both nonces */
     bool closing;
     bool read_stopped;
-    uint64_t linger_due; /* DP_NO_DEADLINE unless refused */
+    uint64_t deadline; /* for the HELLO, then for hanging up after a refusal;
+                        * DP_NO_DEADLINE while served after a passed HELLO */
     dp_reply *free_replies;
     dp_reply replies[DP_SERVER_REPLIES];
     uint8_t body[DP_HELLO_LEN];          /* a HELLO or HELLO_PROOF body */
@@ -108,6 +113,7 @@ static void sconn_close(dp_sconn *c)
         return;
     c->closing = true;
     DL_DELETE2(c->e->sconns, c, prev, next);
+    c->e->n_sconns--;
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -130,7 +136,7 @@ void dp_server_accept(dp_engine *e)
         return;
     }
     c->e = e;
-    c->linger_due = DP_NO_DEADLINE;
+    c->deadline = DP_NO_DEADLINE;
     for (int i = 0; i < DP_SERVER_REPLIES; i++) {
         c->replies[i].next = c->free_replies;
         c->free_replies = &c->replies[i];
@@ -139,13 +145,22 @@ void dp_server_accept(dp_engine *e)
     c->tcp.data = c;
     e->handles++;
     DL_APPEND2(e->sconns, c, prev, next);
+    e->n_sconns++;
     if (uv_accept((uv_stream_t *)&e->listener, (uv_stream_t *)&c->tcp) < 0) {
+        sconn_close(c);
+        return;
+    }
+    name_peer(c);
+    if (e->n_sconns > e->max_sconns) {
+        FX_LOG_LIMITED(WARN, "data plane: %u peer connections open, its cap; closing the new one "
+                       "from %s", e->max_sconns, c->peer);
         sconn_close(c);
         return;
     }
     e->stats.conns_accepted++;
     dp_tune_socket(&c->tcp);
-    name_peer(c);
+    c->deadline = uv_now(e->loop) + e->hello_ms;
+    dp_engine_schedule(e, c->deadline);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
         sconn_close(c);
 }
@@ -172,12 +187,17 @@ uint64_t dp_server_sweep(dp_engine *e, uint64_t now)
     uint64_t soonest = DP_NO_DEADLINE;
     dp_sconn *c, *tmp;
     DL_FOREACH_SAFE2(e->sconns, c, tmp, next) {
-        if (c->linger_due <= now) {
-            FX_LOG(INFO, "data plane: %s did not hang up after a refusal; closing", c->peer);
-            sconn_close(c);
-        } else if (c->linger_due < soonest) {
-            soonest = c->linger_due;
+        if (c->deadline > now) {
+            if (c->deadline < soonest)
+                soonest = c->deadline;
+            continue;
         }
+        if (c->rx == SRX_DRAIN)
+            FX_LOG(INFO, "data plane: %s did not hang up after a refusal; closing", c->peer);
+        else
+            FX_LOG_LIMITED(WARN, "data plane: %s sent no HELLO within %llu ms; closing", c->peer,
+                           (unsigned long long)e->hello_ms);
+        sconn_close(c);
     }
     return soonest;
 }
@@ -264,8 +284,8 @@ static void refuse(dp_sconn *c, int status, const char *fmt, ...)
     c->rx = SRX_DRAIN;
     c->got = 0;
     uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown);
-    c->linger_due = uv_now(c->e->loop) + DP_LINGER_MS;
-    dp_engine_schedule(c->e, c->linger_due);
+    c->deadline = uv_now(c->e->loop) + DP_LINGER_MS;
+    dp_engine_schedule(c->e, c->deadline);
 }
 
 /* ---- requests ---------------------------------------------------------------- */
@@ -329,6 +349,7 @@ static void on_proof(dp_sconn *c)
         return;
     }
     c->hs_state = SHS_AUTHED;
+    c->deadline = DP_NO_DEADLINE;
     snprintf(c->peer, sizeof c->peer, "node %u at %s", c->hs.client_node, c->addr);
     FX_LOG(DEBUG, "data plane: %s proved its pair key", c->peer);
     dp_hdr ok_reply = {.op = DP_HELLO_OK, .id = c->cur.id};
