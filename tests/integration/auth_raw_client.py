@@ -11,6 +11,8 @@ CASE:
                   prints the Register status (-13 expected)
   same-name       handshake proving "alice", Register as "alice": prints the
                   status (0 expected)
+  stall           send the first 4 bytes of a HELLO and no more: prints the
+                  seconds until the master hung up and the bytes it sent
   claims          register as "claimer" without an SSD tier, then send a
                   Heartbeat claiming 1 TiB of SSD; prints "sent" and stays
                   registered for 4 s (the master must keep capacity 0)
@@ -127,6 +129,17 @@ def main():
             print("handshake refused")
             sys.exit(1)
         print(register(s, "alice"))
+    elif case == "stall":
+        s.settimeout(15)
+        t0 = time.monotonic()
+        s.sendall(b"FXH1")
+        got = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        print("%.1f %d" % (time.monotonic() - t0, len(got)))
     elif case == "claims":
         if not handshake(s, key_of(secret), "claimer") or register(s, "claimer") != 0:
             print("not registered")

@@ -4,7 +4,8 @@
 # owner with the same secret; an owner with another secret, or none, exits 2
 # saying "authentication failed", is never listed by `fluxon stat` and so
 # receives no put; an owner with a secret facing a master without one exits 2
-# too. Speaking the wire by hand: a Register sent without the handshake is
+# too; a connection that stops in the middle of the handshake is closed at
+# the handshake deadline and receives nothing. Speaking the wire by hand: a Register sent without the handshake is
 # answered AuthenticationFailed (-13), a proof made with another key is
 # refused, and a peer that proved the name "alice" cannot register as
 # "mallory". Nothing listens beyond loopback without a secret: a master on
@@ -56,7 +57,7 @@ owner_yaml() { # owner_yaml NAME MASTER SECRET_FILE|"" [DATA_LISTEN]
 
 make_secret "$dir/s1"
 make_secret "$dir/s2"
-start_master m1 --secret-file "$dir/s1"
+start_master m1 --secret-file "$dir/s1" --handshake-timeout 1s
 m1=$master_addr
 
 owner_yaml good "$m1" "$dir/s1" > "$dir/good.yaml"
@@ -96,6 +97,10 @@ check "a peer that proved 'alice' cannot register as 'mallory'" \
   test "$("$py" "$here/auth_raw_client.py" other-name "$host" "$port" "$dir/s1")" = -13
 check "... and registers as 'alice'" \
   test "$("$py" "$here/auth_raw_client.py" same-name "$host" "$port" "$dir/s1")" = 0
+read -r secs sent < <("$py" "$here/auth_raw_client.py" stall "$host" "$port" "$dir/s1")
+check "a connection that stops mid-handshake is closed at the deadline (${secs}s)" \
+  awk -v s="$secs" 'BEGIN { exit !(s >= 0.8 && s < 5) }'
+check "... having received nothing ($sent bytes)" test "$sent" = 0
 "$py" "$here/auth_raw_client.py" claims "$host" "$port" "$dir/s1" > "$dir/claims.out" &
 claimer=$!
 for _ in $(seq 50); do grep -q sent "$dir/claims.out" && break; sleep 0.1; done

@@ -124,15 +124,17 @@ reach_all ||
 
 # ---- the daemons ------------------------------------------------------------
 # The master's command line, built here only (--secret-file goes here).
+# The cluster secret: every host reads the same file (the file system is shared).
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/cluster.secret")
 master_command=("$bin/fluxon-master" --listen "$ip_master:0" --port-file "$dir/master.addr"
-  --cluster-name fluxon --placement remote --log-level info)
-# owner_yaml NAME HOST_IP MEMORY [SSD_DIR]: an owner's YAML, built here only
-# (cluster_secret_file goes here).
+  --cluster-name fluxon --placement remote --log-level info --secret-file "$dir/cluster.secret")
+# owner_yaml NAME HOST_IP MEMORY [SSD_DIR]: an owner's YAML, built here only.
 owner_yaml() {
   local listen=0.0.0.0:0
   [ -n "${FX_TEST_EXPLICIT_DATA_LISTEN:-}" ] && listen=$2:0
   printf '%s\n' "cluster_name: fluxon" "master: $master_addr" "node_name: host-$1" \
-    "data_listen: $listen" "log_level: info" "fluxonkv_spec:" "  memory_size: $3" \
+    "data_listen: $listen" "log_level: info" "cluster_secret_file: $dir/cluster.secret" \
+    "fluxonkv_spec:" "  memory_size: $3" \
     "  client_socket: $dir/$1.sock" "  prefault: false" "  use_hugepages: false"
   if [ -n "${4:-}" ]; then
     printf '%s\n' "  large_file_paths: [$4]" "  large_limit_size: [256MB]"
