@@ -43,6 +43,8 @@
 #include "net/unix_path.h"
 
 #define READ_CHUNK (64u * 1024u)
+/* How long a client waits for the server's side of the handshake. */
+#define NET_CLIENT_HANDSHAKE_MS 5000u
 /* A peer that leaves more than this unread in our write queue is not reading:
  * it is dropped rather than allowed to grow our memory without bound. */
 #define MAX_WRITE_QUEUE (64u << 20)
@@ -175,6 +177,14 @@ void net_conn_close(net_conn *c)
 static void on_deadline(uv_timer_t *t)
 {
     net_conn *c = t->data;
+    if (c->connect_pending) { /* our own handshake, as a client */
+        snprintf(c->auth_failure, sizeof c->auth_failure,
+                 "the server did not answer the handshake within %u ms", NET_CLIENT_HANDSHAKE_MS);
+        FX_LOG(WARN, "%s: %s", c->peer, c->auth_failure);
+        report_connect(c, -ETIMEDOUT);
+        net_conn_close(c);
+        return;
+    }
     const net_listener *l = c->listener;
     FX_LOG_LIMITED(WARN, "%s: %s did not complete its handshake within %llu ms; closing",
                    l ? l->name : "listener", c->peer,
@@ -305,6 +315,8 @@ static void shrink_rbuf(net_conn *c)
 
 /* Parses and dispatches every whole frame in the buffer. Returns false when the
  * connection was closed (by a protocol error or by a handler). */
+static int send_copy(net_conn *c, const uint8_t *p, size_t n);
+
 static bool dispatch_frames(net_conn *c)
 {
     size_t pos = 0;
@@ -315,6 +327,18 @@ static bool dispatch_frames(net_conn *c)
         int r = frame_parse(c->rbuf + pos, c->rlen - pos, c->max_body, &h);
         if (r == 0)
             break;
+        if (r < 0 && pos == 0 && c->listener && !c->listener->require_auth &&
+            handshake_is_hello(c->rbuf, c->rlen)) {
+            /* An owner with a cluster secret: tell it why, in its protocol. */
+            FX_LOG_LIMITED(WARN, "%s: a peer offered the cluster handshake, but this server "
+                                 "has no cluster secret; closing", c->peer);
+            uint8_t no_secret[HS_RESULT_LEN];
+            handshake_no_secret_result(no_secret);
+            send_copy(c, no_secret, sizeof no_secret);
+            net_conn_close(c);
+            ok = false;
+            break;
+        }
         if (r < 0) {
             FX_LOG_LIMITED(WARN, "%s: %s; closing connection", c->peer,
                            r == -EMSGSIZE ? "frame longer than the maximum"
@@ -363,12 +387,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                            c->peer);
         else if (nread != UV_EOF)
             FX_LOG(INFO, "%s: read error: %s", c->peer, uv_strerror((int)nread));
-        if (c->connect_pending) {
+        if (c->connect_pending) { /* not a refusal (that comes as RESULT): retry */
             snprintf(c->auth_failure, sizeof c->auth_failure,
-                     "the server closed the connection during the handshake (a wrong or "
-                     "missing cluster secret on one side?)");
-            FX_LOG(ERROR, "%s: authentication failed: %s", c->peer, c->auth_failure);
-            report_connect(c, -EACCES);
+                     "the server closed the connection during the handshake");
+            FX_LOG(WARN, "%s: %s", c->peer, c->auth_failure);
+            report_connect(c, -ECONNRESET);
         }
         net_conn_close(c);
         return;
@@ -509,6 +532,8 @@ static void handshake_failed(net_conn *c)
 
 static void handshake_done(net_conn *c)
 {
+    if (c->connect_pending && c->has_deadline)
+        uv_timer_stop(&c->deadline);
     c->auth_identity = strdup(c->hs->identity);
     handshake_wipe(c->hs);
     free(c->hs);
@@ -770,8 +795,10 @@ static void on_connected(uv_connect_t *req, int status)
     free(req);
     if (status == 0 && conn_start(c) == 0) {
         uv_tcp_nodelay(&c->h.tcp, 1);
-        if (c->hs)
-            handshake_send_hello(c); /* on_connect runs when the server accepted us */
+        if (c->hs) { /* on_connect runs when the server accepted us, or at the deadline */
+            arm_deadline(c, NET_CLIENT_HANDSHAKE_MS);
+            handshake_send_hello(c);
+        }
         else
             c->on_connect(c, 0, c->connect_ud);
         return;

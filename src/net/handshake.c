@@ -103,6 +103,8 @@ static int server_hello(handshake *hs, const uint8_t *in, size_t n, uint8_t *out
     size_t len = HS_HELLO_FIXED + in[5];
     if (n < len)
         return 0;
+    if (in[4] != HS_ROLE_OWNER)
+        return fail(hs, "a handshake hello with an unknown role");
     hs->role = in[4];
     hs->id_len = in[5];
     memcpy(hs->nonce_c, in + 8, AUTH_NONCE_LEN);
@@ -142,8 +144,13 @@ static int client_challenge(handshake *hs, const uint8_t *in, size_t n, uint8_t 
 {
     if (n < 4)
         return 0;
-    if (memcmp(in, MAGIC_RESULT, 4) == 0)
-        return fail(hs, "the server refused our hello");
+    if (memcmp(in, MAGIC_RESULT, 4) == 0) {
+        if (n < HS_RESULT_LEN)
+            return 0;
+        return fail(hs, in[4] == 2 ? "the server uses no cluster secret (start the master "
+                                     "with --secret-file)"
+                                   : "the server refused our hello");
+    }
     if (memcmp(in, MAGIC_CHALLENGE, 4) != 0) {
         hs->not_handshake = true;
         return fail(hs, "the server does not speak the handshake (has it a cluster secret?)");
@@ -196,6 +203,17 @@ int handshake_step(handshake *hs, const uint8_t *in, size_t n, uint8_t *out, siz
         break;
     }
     return fail(hs, "handshake fed after it ended");
+}
+
+bool handshake_is_hello(const uint8_t *in, size_t n)
+{
+    return n >= 4 && memcmp(in, MAGIC_HELLO, 4) == 0;
+}
+
+void handshake_no_secret_result(uint8_t out[HS_RESULT_LEN])
+{
+    size_t n;
+    result(out, &n, 2);
 }
 
 void handshake_wipe(handshake *hs)

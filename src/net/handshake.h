@@ -10,7 +10,8 @@
  *                                nonce_c[32], identity[id_len]
  *   CHALLENGE  server -> client  "FXH2" u32 0, nonce_s[32], proof_s[32]
  *   PROOF      client -> server  "FXH3" u32 0, proof_c[32]
- *   RESULT     server -> client  "FXH4" u8 status (0 accepted, 1 refused),
+ *   RESULT     server -> client  "FXH4" u8 status (0 accepted, 1 refused,
+ *                                2 this server uses no cluster secret),
  *                                u8 0, u16 0
  *
  * The transcript is "fluxon-auth-v1" || role || id_len || identity || nonce_c
@@ -81,6 +82,12 @@ void handshake_server_start(handshake *hs, const auth_key *key);
  * says why; *out_len may still hold a refusal to send before closing). After
  * HS_DONE the caller stops feeding: later bytes are frames. */
 int handshake_step(handshake *hs, const uint8_t *in, size_t n, uint8_t *out, size_t *out_len);
+
+/* True when the first n bytes start a HELLO (a server without a secret uses
+ * it to tell such a client why it is turned away). */
+bool handshake_is_hello(const uint8_t *in, size_t n);
+/* The RESULT a server without a cluster secret sends to a HELLO. */
+void handshake_no_secret_result(uint8_t out[HS_RESULT_LEN]);
 
 /* Forgets the key and nonces (the identity stays readable). */
 void handshake_wipe(handshake *hs);

@@ -73,6 +73,8 @@ owner_yaml wrong "$m1" "$dir/s2" > "$dir/wrong.yaml"
 out=$(timeout 20 "$bin/fluxon-owner" --config "$dir/wrong.yaml" 2>&1); rc=$?
 check "an owner with another secret exits 2 (got $rc)" test $rc = 2
 check "... saying authentication failed" grep -q "authentication failed" <<<"$out"
+check "... because the master could not prove our secret" \
+  grep -q "does not know the cluster secret" <<<"$out"
 owner_yaml nosecret "$m1" "" > "$dir/nosecret.yaml"
 out=$(timeout 20 "$bin/fluxon-owner" --config "$dir/nosecret.yaml" 2>&1); rc=$?
 check "an owner without the secret exits 2 (got $rc)" test $rc = 2
@@ -87,6 +89,7 @@ start_master m2
 out=$(timeout 20 "$bin/fluxon-owner" --config <(owner_yaml lost "$master_addr" "$dir/s1") 2>&1); rc=$?
 check "an owner with a secret facing a master without one exits 2 (got $rc)" test $rc = 2
 check "... saying authentication failed" grep -q "authentication failed" <<<"$out"
+check "... because the master uses no secret" grep -q "uses no cluster secret" <<<"$out"
 
 host=${m1%:*} port=${m1##*:}
 check "a Register without the handshake is answered AuthenticationFailed" \
@@ -101,6 +104,47 @@ read -r secs sent < <("$py" "$here/auth_raw_client.py" stall "$host" "$port" "$d
 check "a connection that stops mid-handshake is closed at the deadline (${secs}s)" \
   awk -v s="$secs" 'BEGIN { exit !(s >= 0.8 && s < 5) }'
 check "... having received nothing ($sent bytes)" test "$sent" = 0
+# A master at its connection cap hangs up on a joining owner before the
+# handshake: that is no refusal, the owner retries and joins once a slot frees.
+start_master m3 --secret-file "$dir/s1" --max-connections 1 --handshake-timeout 2s
+m3_host=${master_addr%:*} m3_port=${master_addr##*:}
+"$py" "$here/auth_raw_client.py" stall "$m3_host" "$m3_port" "$dir/s1" >/dev/null &
+staller=$!
+sleep 0.3
+owner_yaml patient "$master_addr" "$dir/s1" > "$dir/patient.yaml"
+"$bin/fluxon-owner" --config "$dir/patient.yaml" 2>"$dir/patient.log" &
+pids+=($!)
+check "an owner turned away by a full master retries and joins" wait_file "$dir/patient.sock"
+check "... after the master hung up during its handshake" \
+  grep -q "closed the connection during the handshake" "$dir/patient.log"
+wait "$staller"
+
+# A "master" that accepts and never speaks: the owner's handshake gives up at
+# its deadline and the owner retries, instead of waiting forever.
+"$py" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+conns = []
+end = time.time() + 12
+while time.time() < end:
+    s.settimeout(max(0.1, end - time.time()))
+    try:
+        conns.append(s.accept()[0])
+    except socket.timeout:
+        pass
+' > "$dir/mute.port" &
+mute=$!
+wait_file "$dir/mute.port"
+owner_yaml waiting "127.0.0.1:$(cat "$dir/mute.port")" "$dir/s1" > "$dir/waiting.yaml"
+"$bin/fluxon-owner" --config "$dir/waiting.yaml" 2>"$dir/waiting.log" &
+waiting=$!
+for _ in $(seq 80); do grep -q "did not answer the handshake" "$dir/waiting.log" && break; sleep 0.1; done
+check "a master that never answers the handshake is given up at the deadline" \
+  grep -q "did not answer the handshake within" "$dir/waiting.log"
+check "... and the owner is still trying, not exited" kill -0 "$waiting"
+kill "$waiting" "$mute" 2>/dev/null; wait "$waiting" "$mute" 2>/dev/null
+
 "$py" "$here/auth_raw_client.py" claims "$host" "$port" "$dir/s1" > "$dir/claims.out" &
 claimer=$!
 for _ in $(seq 50); do grep -q sent "$dir/claims.out" && break; sleep 0.1; done
