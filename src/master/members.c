@@ -11,6 +11,7 @@
 #include "master/members.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/le.h"
 #include "common/log.h"
@@ -80,7 +81,8 @@ void master_broadcast_members(master *m)
     Fx__MemberInfo **ptrs = calloc(n ? n : 1, sizeof *ptrs);
     member **mbs = calloc(n ? n : 1, sizeof *mbs);
     auth_key *keys = calloc(n ? n : 1, sizeof *keys);
-    if (!infos || !ptrs || !mbs || !keys) {
+    uint8_t (*sealed)[AUTH_SEALED_KEY_LEN] = calloc(n ? n : 1, sizeof *sealed);
+    if (!infos || !ptrs || !mbs || !keys || !sealed) {
         FX_LOG(ERROR, "out of memory sending the member table; owners keep the previous one");
         goto out;
     }
@@ -101,20 +103,37 @@ void master_broadcast_members(master *m)
     req.n_members = i;
     req.members = ptrs;
     for (size_t r = 0; r < i; r++) {
+        /* With the cluster secret, each key travels sealed under the session
+         * key of R's connection: an observer of the link learns none. */
+        auth_key session;
+        bool seal = net_conn_session_key(mbs[r]->conn, &session);
         for (size_t x = 0; x < i; x++) {
             if (x == r) {
                 infos[x].pair_key = (ProtobufCBinaryData){0};
                 continue;
             }
             pair_key(m, mbs[r], mbs[x], &keys[x]);
-            infos[x].pair_key = (ProtobufCBinaryData){.len = AUTH_KEY_LEN, .data = keys[x].bytes};
+            if (seal) {
+                uint8_t ad[AUTH_MEMBER_AD_LEN];
+                auth_member_ad(mbs[x]->node_id, mbs[x]->tomb_tag, ad);
+                auth_seal(&session, keys[x].bytes, AUTH_KEY_LEN, ad, sizeof ad, sealed[x]);
+                infos[x].pair_key = (ProtobufCBinaryData){.len = AUTH_SEALED_KEY_LEN,
+                                                          .data = sealed[x]};
+            } else {
+                infos[x].pair_key = (ProtobufCBinaryData){.len = AUTH_KEY_LEN,
+                                                          .data = keys[x].bytes};
+            }
         }
+        auth_key_wipe(&session);
         net_send(mbs[r]->conn, MSG_MEMBER_TABLE, FRAME_ONEWAY, 0, &req.base);
     }
 out:
     for (size_t k = 0; keys && k < n; k++)
         auth_key_wipe(&keys[k]);
     free(keys);
+    if (sealed)
+        memset(sealed, 0, (n ? n : 1) * sizeof *sealed);
+    free(sealed);
     free(mbs);
     free(infos);
     free(ptrs);

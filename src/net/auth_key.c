@@ -140,6 +140,42 @@ void auth_key_derive(const auth_key *key, const uint8_t *info, size_t len, auth_
     crypto_auth_hmacsha256(out->bytes, info, len, key->bytes);
 }
 
+_Static_assert(AUTH_SEAL_OVERHEAD == crypto_aead_xchacha20poly1305_ietf_NPUBBYTES +
+                                         crypto_aead_xchacha20poly1305_ietf_ABYTES,
+               "AUTH_SEAL_OVERHEAD is the nonce and the tag");
+_Static_assert(AUTH_KEY_LEN == crypto_aead_xchacha20poly1305_ietf_KEYBYTES, "a 32-byte key");
+
+void auth_seal(const auth_key *key, const uint8_t *plain, size_t len, const uint8_t *ad,
+               size_t ad_len, uint8_t *out)
+{
+    uint8_t *nonce = out;
+    randombytes_buf(nonce, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
+    crypto_aead_xchacha20poly1305_ietf_encrypt(out + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
+                                               NULL, plain, len, ad, ad_len, NULL, nonce,
+                                               key->bytes);
+}
+
+int auth_open(const auth_key *key, const uint8_t *sealed, size_t n, const uint8_t *ad,
+              size_t ad_len, uint8_t *out)
+{
+    if (n < AUTH_SEAL_OVERHEAD)
+        return -1;
+    const uint8_t *nonce = sealed;
+    return crypto_aead_xchacha20poly1305_ietf_decrypt(
+               out, NULL, NULL, sealed + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
+               n - crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, ad, ad_len, nonce, key->bytes) == 0
+               ? 0
+               : -1;
+}
+
+void auth_member_ad(uint32_t node_id, uint64_t tomb_tag, uint8_t ad[AUTH_MEMBER_AD_LEN])
+{
+    for (int i = 0; i < 4; i++)
+        ad[i] = (uint8_t)(node_id >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        ad[4 + i] = (uint8_t)(tomb_tag >> (8 * i));
+}
+
 void auth_key_wipe(auth_key *key)
 {
     sodium_memzero(key, sizeof *key);

@@ -60,6 +60,27 @@ bool auth_proof_ok(const auth_key *key, const char *label, const uint8_t *transc
 /* A key for one purpose derived from key: HMAC-SHA256(key, info). */
 void auth_key_derive(const auth_key *key, const uint8_t *info, size_t len, auth_key *out);
 
+/* Sealing: XChaCha20-Poly1305 with a random nonce, for keys that travel
+ * inside an authenticated connection (the pair keys of the member table,
+ * sealed under the connection's session key). */
+#define AUTH_SEAL_OVERHEAD 40 /* 24-byte nonce + 16-byte tag */
+/* out (len + AUTH_SEAL_OVERHEAD bytes) = nonce || ciphertext || tag, bound
+ * to ad (which is not sent). */
+void auth_seal(const auth_key *key, const uint8_t *plain, size_t len, const uint8_t *ad,
+               size_t ad_len, uint8_t *out);
+/* Opens n sealed bytes into out (n - AUTH_SEAL_OVERHEAD bytes). Returns 0, or
+ * -1 when they were not sealed with key and ad, or were changed (out then
+ * holds nothing usable). */
+int auth_open(const auth_key *key, const uint8_t *sealed, size_t n, const uint8_t *ad,
+              size_t ad_len, uint8_t *out);
+
+/* A pair key in a member table entry: sealed under the session key of the
+ * recipient's master connection (clusters with a secret), bound to the entry
+ * by its node id (u32) and incarnation (u64), little-endian, as the AD. */
+#define AUTH_SEALED_KEY_LEN (AUTH_KEY_LEN + AUTH_SEAL_OVERHEAD)
+#define AUTH_MEMBER_AD_LEN 12
+void auth_member_ad(uint32_t node_id, uint64_t tomb_tag, uint8_t ad[AUTH_MEMBER_AD_LEN]);
+
 /* Overwrites a key that is no longer needed. */
 void auth_key_wipe(auth_key *key);
 

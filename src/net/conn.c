@@ -75,6 +75,8 @@ struct net_conn {
     handshake *hs;                 /* while the handshake runs */
     bool connect_pending;          /* a client whose on_connect waits for the handshake */
     char *auth_identity;           /* what the peer proved in the handshake */
+    bool has_session;              /* session_key holds the handshake's session key */
+    auth_key session_key;
     char auth_failure[160];        /* why the handshake failed, for the caller's message */
     struct net_listener *listener; /* that accepted it, while both are open */
     struct net_conn *lprev, *lnext;
@@ -136,6 +138,7 @@ void net_conn_unref(net_conn *c)
             free(c->hs);
         }
         free(c->auth_identity);
+        auth_key_wipe(&c->session_key);
         free(c);
     }
 }
@@ -535,6 +538,8 @@ static void handshake_done(net_conn *c)
     if (c->connect_pending && c->has_deadline)
         uv_timer_stop(&c->deadline);
     c->auth_identity = strdup(c->hs->identity);
+    handshake_session_key(c->hs, &c->session_key);
+    c->has_session = true;
     handshake_wipe(c->hs);
     free(c->hs);
     c->hs = NULL;
@@ -610,6 +615,14 @@ void net_listener_require_auth(net_listener *l, const auth_key *key)
 const char *net_conn_auth_identity(const net_conn *c)
 {
     return c->auth_identity;
+}
+
+bool net_conn_session_key(const net_conn *c, auth_key *out)
+{
+    if (!c || !c->has_session)
+        return false;
+    *out = c->session_key;
+    return true;
 }
 
 const char *net_conn_auth_failure(const net_conn *c)

@@ -92,6 +92,9 @@ void net_conn_auth_client(net_conn *c, const auth_key *key, uint8_t role, const 
 /* The identity the peer proved in the handshake, or NULL (no handshake, or
  * not done yet). */
 const char *net_conn_auth_identity(const net_conn *c);
+/* The session key the handshake left (handshake.h) in *out: true, or false
+ * for a connection without one. The caller wipes its copy. */
+bool net_conn_session_key(const net_conn *c, auth_key *out);
 /* Why the handshake failed ("" when it did not). */
 const char *net_conn_auth_failure(const net_conn *c);
 

@@ -205,6 +205,11 @@ int handshake_step(handshake *hs, const uint8_t *in, size_t n, uint8_t *out, siz
     return fail(hs, "handshake fed after it ended");
 }
 
+void handshake_session_key(const handshake *hs, auth_key *out)
+{
+    make_proof(hs, "session", out->bytes);
+}
+
 bool handshake_is_hello(const uint8_t *in, size_t n)
 {
     return n >= 4 && memcmp(in, MAGIC_HELLO, 4) == 0;

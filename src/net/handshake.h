@@ -83,6 +83,11 @@ void handshake_server_start(handshake *hs, const auth_key *key);
  * HS_DONE the caller stops feeding: later bytes are frames. */
 int handshake_step(handshake *hs, const uint8_t *in, size_t n, uint8_t *out, size_t *out_len);
 
+/* After HS_DONE, on either side: the session key of this connection,
+ * HMAC(key, "session" || transcript), known only to the two ends (the pair
+ * keys of the member table travel sealed under it). */
+void handshake_session_key(const handshake *hs, auth_key *out);
+
 /* True when the first n bytes start a HELLO (a server without a secret uses
  * it to tell such a client why it is turned away). */
 bool handshake_is_hello(const uint8_t *in, size_t n);

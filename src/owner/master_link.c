@@ -176,16 +176,33 @@ static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
 
 /* A member's entry as ours: its pair key when the master sent one of the
  * right length (a member without one cannot pass the data plane's handshake). */
+/* With the cluster secret the key comes sealed under our master link's
+ * session key (and a plain one is refused: no downgrade); without one, on
+ * loopback, it comes plain. */
 static void take_member(owner *o, const Fx__MemberInfo *in, peer_member *out)
 {
     *out = (peer_member){.node_id = in->node_id, .tomb_tag = in->tomb_tag};
-    if (in->pair_key.len == AUTH_KEY_LEN) {
+    auth_key session;
+    bool sealed = o->authenticated && net_conn_session_key(o->master, &session);
+    if (sealed && in->pair_key.len == AUTH_SEALED_KEY_LEN) {
+        uint8_t ad[AUTH_MEMBER_AD_LEN];
+        auth_member_ad(in->node_id, in->tomb_tag, ad);
+        out->has_key = auth_open(&session, in->pair_key.data, in->pair_key.len, ad, sizeof ad,
+                                 out->pair_key.bytes) == 0;
+        if (!out->has_key) {
+            auth_key_wipe(&out->pair_key);
+            FX_LOG(WARN, "member table: the key for member %u does not open with our session "
+                         "key; its data plane is refused", in->node_id);
+        }
+    } else if (!o->authenticated && in->pair_key.len == AUTH_KEY_LEN) {
         out->has_key = true;
         memcpy(out->pair_key.bytes, in->pair_key.data, AUTH_KEY_LEN);
     } else if (in->node_id != o->node_id) {
         FX_LOG(WARN, "member table: no data-plane key for member %u (%zu bytes); its data plane "
                      "is refused", in->node_id, in->pair_key.len);
     }
+    if (sealed)
+        auth_key_wipe(&session);
 }
 
 static void on_member_table(owner *o, Fx__MemberTableReq *req)

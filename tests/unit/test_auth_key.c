@@ -83,6 +83,29 @@ int main(void)
               memcmp(d1.bytes, a.bytes, AUTH_KEY_LEN) != 0,
           "derived keys differ by their info and from the key");
 
+    /* Sealed keys: open only with the same key and entry, and untouched. */
+    uint8_t ad[AUTH_MEMBER_AD_LEN], ad2[AUTH_MEMBER_AD_LEN];
+    auth_member_ad(3, 77, ad);
+    auth_member_ad(3, 78, ad2);
+    uint8_t sealed[AUTH_SEALED_KEY_LEN], sealed2[AUTH_SEALED_KEY_LEN], opened[AUTH_KEY_LEN];
+    auth_seal(&a, d1.bytes, AUTH_KEY_LEN, ad, sizeof ad, sealed);
+    auth_seal(&a, d1.bytes, AUTH_KEY_LEN, ad, sizeof ad, sealed2);
+    CHECK(memcmp(sealed, sealed2, sizeof sealed) != 0, "two seals of one key differ (nonces)");
+    CHECK(memmem(sealed, sizeof sealed, d1.bytes, AUTH_KEY_LEN) == NULL,
+          "the sealed bytes do not hold the key");
+    CHECK(auth_open(&a, sealed, sizeof sealed, ad, sizeof ad, opened) == 0 &&
+              memcmp(opened, d1.bytes, AUTH_KEY_LEN) == 0,
+          "a sealed key opens with its key and entry");
+    CHECK(auth_open(&b, sealed, sizeof sealed, ad, sizeof ad, opened) < 0,
+          "another session key does not open it");
+    CHECK(auth_open(&a, sealed, sizeof sealed, ad2, sizeof ad2, opened) < 0,
+          "the key of another incarnation's entry does not open");
+    sealed[30] ^= 1;
+    CHECK(auth_open(&a, sealed, sizeof sealed, ad, sizeof ad, opened) < 0,
+          "a changed byte is caught");
+    CHECK(auth_open(&a, sealed, AUTH_SEAL_OVERHEAD - 1, ad, sizeof ad, opened) < 0,
+          "too short to be sealed");
+
     unlink(path);
     unlink(other);
     unlink(created);

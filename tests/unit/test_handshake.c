@@ -53,11 +53,21 @@ static void full_exchange(bool split)
     uint8_t m5[HS_OUT_MAX];
     CHECK(deliver(&c, m4, n4, split, m5, &n5) == (int)n4 && c.state == HS_DONE,
           "client reads the acceptance (split %d)", split);
+    auth_key kc, ks;
+    handshake_session_key(&c, &kc);
+    handshake_session_key(&s, &ks);
+    CHECK(memcmp(kc.bytes, ks.bytes, AUTH_KEY_LEN) == 0 &&
+              memcmp(kc.bytes, k.bytes, AUTH_KEY_LEN) != 0,
+          "both ends hold the same session key, not the cluster key");
 
     /* The same PROOF on a new handshake (new server nonce) is refused. */
     handshake s2;
     handshake_server_start(&s2, &k);
     handshake_step(&s2, m1, n1, m2, &n2);
+    auth_key k2;
+    handshake_session_key(&s2, &k2);
+    CHECK(memcmp(k2.bytes, ks.bytes, AUTH_KEY_LEN) != 0,
+          "another connection has another session key (fresh nonces)");
     CHECK(handshake_step(&s2, m3, n3, m4, &n4) == -1 && n4 == HS_RESULT_LEN && m4[4] == 1,
           "a replayed proof is refused, with a refusal to send");
 }
