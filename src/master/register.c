@@ -31,6 +31,11 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
                         sizeof((member *)0)->data_addr - 1);
         return NULL;
     }
+    if (strlen(req->node_name) >= sizeof((member *)0)->name) {
+        net_reply_error(c, h, FX_EINVAL, "node_name is longer than %zu bytes",
+                        sizeof((member *)0)->name - 1);
+        return NULL;
+    }
     const char *proven = net_conn_auth_identity(c);
     if (m->authenticated && (!proven || strcmp(proven, req->node_name) != 0)) {
         FX_LOG_LIMITED(WARN, "%s: Register as '%s' refused: the handshake proved '%s'",

@@ -153,6 +153,8 @@ int owner_config_validate(const owner_config *c, char *err, size_t errlen)
                        "data_advertise: '" CFG_QUOTE "' is a wildcard address; peers need one "
                        "they can dial",
                        c->data_advertise);
+    if (c->node_name && strlen(c->node_name) > OWNER_NODE_NAME_MAX)
+        return cfg_err(err, errlen, "node_name: longer than %d bytes", OWNER_NODE_NAME_MAX);
     if (c->memory_size == 0)
         return cfg_err(err, errlen, "fluxonkv_spec.memory_size: missing (required, > 0)");
     if (cfg_check_name("fluxonkv_spec.client_socket", c->client_socket, true, err, errlen) < 0)

@@ -55,6 +55,10 @@
 
 #define FX_SSD_MIN_LIMIT 512u
 
+/* The longest node_name: the master keeps names in 64-byte fields and the
+ * handshake proves the name whole. */
+#define OWNER_NODE_NAME_MAX 63
+
 typedef struct owner_config {
     char *cluster_name;     /* default "fluxon" */
     char *master;           /* "host:port", required */

@@ -261,6 +261,9 @@ static void test_owner_errors(void)
     CHECK(contains(err, ":4)"), "message names line 4: %s", err);
 
     /* Bad values. */
+    EXPECT_OWNER_ERR(OWNER_BASE "node_name: "
+                                "n123456789012345678901234567890123456789012345678901234567890123\n",
+                     "node_name: longer than 63 bytes");
     EXPECT_OWNER_ERR(OWNER_MASTER "fluxonkv_spec:\n  client_socket: s\n  memory_size: 0\n",
                      "fluxonkv_spec.memory_size: must be > 0");
     EXPECT_OWNER_ERR(OWNER_MASTER "fluxonkv_spec:\n  client_socket: s\n  memory_size: -1\n",
