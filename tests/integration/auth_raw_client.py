@@ -13,6 +13,7 @@ CASE:
                   status (0 expected)
   stall           send the first 4 bytes of a HELLO and no more: prints the
                   seconds until the master hung up and the bytes it sent
+                  ("connected" goes to stderr once the bytes are sent)
   claims          register as "claimer" without an SSD tier, then send a
                   Heartbeat claiming 1 TiB of SSD; prints "sent" and stays
                   registered for 4 s (the master must keep capacity 0)
@@ -133,6 +134,7 @@ def main():
         s.settimeout(15)
         t0 = time.monotonic()
         s.sendall(b"FXH1")
+        print("connected", file=sys.stderr, flush=True)
         got = b""
         while True:
             chunk = s.recv(4096)
