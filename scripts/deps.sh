@@ -7,7 +7,8 @@ pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config libuv1-dev libprotobuf-
       protobuf-c-compiler libyaml-dev libxxhash-dev liburing-dev libmicrohttpd-dev
       libbsd-dev uthash-dev libsodium-dev python3 fio python3-dev python3-numpy libdlpack-dev
       prometheus # promtool checks the /metrics page (test_metrics_escape)
-      libcurl4-openssl-dev libjson-c-dev) # the etcd client (src/net/etcd_client.c)
+      libcurl4-openssl-dev libjson-c-dev # the etcd client (src/net/etcd_client.c)
+      etcd-server) # a real etcd for its tests (tests/util/etcd_proc.c)
 bench=0
 if [ "${1:-}" = --bench ]; then
   bench=1
