@@ -25,7 +25,7 @@ MAX_CIRCLE = 4
 MAX_LINES = 1000
 # The build's targets whose objects are read. fx_ssd_fp is fx_ssd with failpoints,
 # and the executables' main.c files are read from their own targets.
-TARGETS = ["fx_common", "fx_proto", "fx_addr", "fx_net", "fx_master", "fluxon-master", "fx_ssd",
+TARGETS = ["fx_common", "fx_proto", "fx_addr", "fx_net", "fx_etcd", "fx_master", "fluxon-master", "fx_ssd",
            "fx_dataplane", "fx_owner", "fluxon-owner", "fluxon", "fluxon-cli", "fluxon_py"]
 DAEMON_STATE = re.compile(r"^static\s+(?:struct\s+)?(master|owner)\s*\*", re.M)
 
