@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and tests need, only when one is missing.
+# Installs the Debian packages the build and tests need, only when one is missing
+# (services the install starts, etcd and Prometheus, are stopped again).
 # --bench adds what the pressure benchmark compares against and draws with
 # (memcached, redis, matplotlib); their services are not left running.
 set -euo pipefail
@@ -23,6 +24,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+  # Debian starts etcd and Prometheus as services on install; the tests run
+  # their own on free ports. Stop only what this install just started.
+  for pair in etcd-server:etcd prometheus:prometheus; do
+    pkg=${pair%%:*} svc=${pair##*:}
+    case " ${missing[*]} " in *" $pkg "*) ;; *) continue ;; esac
+    if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then
+      $SUDO service "$svc" stop >/dev/null 2>&1 || true
+    fi
+  done
 fi
 if [ "$bench" = 1 ]; then
   # Debian starts these as services on install: the benchmark runs its own.
