@@ -82,9 +82,9 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
     http_state *hs = cls;
     if (hs->open_conns < hs->max_conns)
         return MHD_YES;
-    char ip[INET_ADDRSTRLEN] = "?";
-    if (addr && addr->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)addr)->sin_addr, ip, sizeof ip);
+    char ip[ADDR_TEXT_MAX] = "?";
+    if (addr)
+        addr_format(addr, ip, sizeof ip);
     FX_LOG_LIMITED(WARN, "master HTTP: %u connections open, its cap (max_connections); "
                    "closing the new one from %s", hs->open_conns, ip);
     return MHD_NO;

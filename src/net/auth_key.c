@@ -105,8 +105,13 @@ int auth_secret_create(const char *path)
     if (fd < 0)
         return -errno;
     int rc = 0;
-    if (fchmod(fd, 0600) < 0 || write(fd, hex, len) != (ssize_t)len || fsync(fd) < 0)
-        rc = errno ? -errno : -EIO;
+    ssize_t written;
+    if (fchmod(fd, 0600) < 0)
+        rc = -errno;
+    else if ((written = write(fd, hex, len)) != (ssize_t)len)
+        rc = written < 0 ? -errno : -EIO; /* a short write sets no errno */
+    else if (fsync(fd) < 0)
+        rc = -errno;
     close(fd);
     sodium_memzero(hex, sizeof hex);
     if (rc < 0)

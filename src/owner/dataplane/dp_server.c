@@ -195,8 +195,8 @@ uint64_t dp_server_sweep(dp_engine *e, uint64_t now)
         if (c->rx == SRX_DRAIN)
             FX_LOG(INFO, "data plane: %s did not hang up after a refusal; closing", c->peer);
         else
-            FX_LOG_LIMITED(WARN, "data plane: %s sent no HELLO within %llu ms; closing", c->peer,
-                           (unsigned long long)e->hello_ms);
+            FX_LOG_LIMITED(WARN, "data plane: %s did not complete its handshake within %llu ms; "
+                                 "closing", c->peer, (unsigned long long)e->hello_ms);
         sconn_close(c);
     }
     return soonest;
