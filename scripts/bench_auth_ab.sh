@@ -14,8 +14,9 @@
 #   RUNS:      runs of fx_bench_cluster per side (default 5), alternating
 #              off, on, off, on, ...
 # Prints, per row (get-pull and put-push, size, threads): the median GiB/s of
-# each side with its range, and on/off as the median of the per-pair ratios
-# with their range.
+# each side with its range, on/off as the median of the per-pair ratios with
+# their range, and the machine's own spread: off/off of consecutive "off" runs
+# (the same build against itself, A/A), median and range.
 set -euo pipefail
 off=$(cd "${1:?usage: bench_auth_ab.sh OFF_BUILD ON_BUILD [RUNS]}" && pwd)
 on=$(cd "${2:?usage: bench_auth_ab.sh OFF_BUILD ON_BUILD [RUNS]}" && pwd)
@@ -41,15 +42,18 @@ def rows(path):
     return r
 off = [rows("%s/off%d.jsonl" % (out, i)) for i in range(1, runs + 1)]
 on = [rows("%s/on%d.jsonl" % (out, i)) for i in range(1, runs + 1)]
-print("%-9s %6s %3s  %-22s %-22s %s" % ("row", "MiB", "thr", "off GiB/s med [range]",
-                                        "on GiB/s med [range]", "on/off paired med [range]"))
+print("%-9s %6s %3s  %-22s %-22s %-27s %s" % ("row", "MiB", "thr", "off GiB/s med [range]",
+                                              "on GiB/s med [range]",
+                                              "on/off paired med [range]", "A/A off/off med [range]"))
 for key in sorted(off[0]):
     a = [r[key] for r in off]
     b = [r[key] for r in on]
     ratios = [y / x for x, y in zip(a, b) if x > 0]
-    print("%-9s %6d %3d  %6.2f [%5.2f, %5.2f]   %6.2f [%5.2f, %5.2f]   %.3f [%.3f, %.3f]" % (
-        key[0], key[1] >> 20, key[2], statistics.median(a), min(a), max(a),
-        statistics.median(b), min(b), max(b), statistics.median(ratios), min(ratios),
-        max(ratios)))
+    aa = [y / x for x, y in zip(a, a[1:]) if x > 0] or [1.0]
+    print("%-9s %6d %3d  %6.2f [%5.2f, %5.2f]   %6.2f [%5.2f, %5.2f]   %.3f [%.3f, %.3f]"
+          "       %.3f [%.3f, %.3f]" % (
+              key[0], key[1] >> 20, key[2], statistics.median(a), min(a), max(a),
+              statistics.median(b), min(b), max(b), statistics.median(ratios), min(ratios),
+              max(ratios), statistics.median(aa), min(aa), max(aa)))
 print("JSON rows in %s" % out)
 PY

@@ -74,6 +74,8 @@ struct net_conn {
     char peer[64];
     handshake *hs;                 /* while the handshake runs */
     bool connect_pending;          /* a client whose on_connect waits for the handshake */
+    uint8_t *hello;                /* a client's HELLO, until TCP is connected */
+    size_t hello_len;
     char *auth_identity;           /* what the peer proved in the handshake */
     bool has_session;              /* session_key holds the handshake's session key */
     auth_key session_key;
@@ -138,6 +140,7 @@ void net_conn_unref(net_conn *c)
             free(c->hs);
         }
         free(c->auth_identity);
+        free(c->hello);
         auth_key_wipe(&c->session_key);
         free(c);
     }
@@ -578,20 +581,6 @@ static bool run_handshake(net_conn *c)
     return c->open;
 }
 
-/* The client's first message, once TCP is connected. */
-static void handshake_send_hello(net_conn *c)
-{
-    auth_key key = c->hs->key;
-    uint8_t role = c->hs->role;
-    char identity[HS_ID_MAX + 1];
-    snprintf(identity, sizeof identity, "%s", c->hs->identity);
-    uint8_t out[HS_OUT_MAX];
-    size_t len;
-    handshake_client_start(c->hs, &key, role, identity, out, &len);
-    auth_key_wipe(&key);
-    send_copy(c, out, len);
-}
-
 void net_conn_auth_client(net_conn *c, const auth_key *key, uint8_t role, const char *identity)
 {
     handshake *hs = malloc(sizeof *hs);
@@ -599,9 +588,13 @@ void net_conn_auth_client(net_conn *c, const auth_key *key, uint8_t role, const 
         c->connect_pending = false;
         return; /* the connection then fails at the server, which expects the handshake */
     }
-    uint8_t out[HS_OUT_MAX];
-    size_t len;
-    handshake_client_start(hs, key, role, identity, out, &len);
+    c->hello = malloc(HS_OUT_MAX); /* sent once TCP is connected */
+    if (!c->hello) {
+        free(hs);
+        c->connect_pending = false;
+        return;
+    }
+    handshake_client_start(hs, key, role, identity, c->hello, &c->hello_len);
     c->hs = hs;
     c->connect_pending = true;
 }
@@ -810,7 +803,9 @@ static void on_connected(uv_connect_t *req, int status)
         uv_tcp_nodelay(&c->h.tcp, 1);
         if (c->hs) { /* on_connect runs when the server accepted us, or at the deadline */
             arm_deadline(c, NET_CLIENT_HANDSHAKE_MS);
-            handshake_send_hello(c);
+            uint8_t *hello = c->hello;
+            c->hello = NULL;
+            write_owned(c, hello, c->hello_len);
         }
         else
             c->on_connect(c, 0, c->connect_ud);
