@@ -87,6 +87,33 @@ allocation *allocation_new(seg_space *s, uint64_t len, int *err)
     return a;
 }
 
+allocation *allocation_new_at(seg_space *s, uint64_t offset, uint64_t len, int *err)
+{
+    uint64_t cap = len ? (len + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1) : ALLOC_ALIGN;
+    if (cap < len || offset % ALLOC_ALIGN) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    allocation *a = calloc(1, sizeof *a);
+    if (!a) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    int r = range_alloc_take(s->ra, offset, cap);
+    if (r < 0) {
+        free(a);
+        *err = r;
+        return NULL;
+    }
+    a->refs = 1;
+    a->space = s;
+    s->refs++;
+    a->offset = offset;
+    a->len = len;
+    a->capacity = cap;
+    return a;
+}
+
 allocation *allocation_ref(allocation *a)
 {
     assert(a->refs > 0);

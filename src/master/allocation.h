@@ -62,6 +62,10 @@ void seg_space_release(seg_space *s, uint64_t n);
 /* Allocates room for len payload bytes (at least one alignment unit) with one
  * reference. Returns NULL with -ENOSPC / -ENOMEM in *err. */
 allocation *allocation_new(seg_space *s, uint64_t len, int *err);
+/* Allocates exactly the range at offset (aligned) for len payload bytes, as
+ * allocation_new would have: a rebuild from an owner's report. NULL with
+ * -EINVAL (unaligned, out of the segment), -EBUSY (taken) or -ENOMEM. */
+allocation *allocation_new_at(seg_space *s, uint64_t offset, uint64_t len, int *err);
 allocation *allocation_ref(allocation *a);
 /* Drops a reference (NULL-safe); the last one frees the range (and ends its
  * reservation). */

@@ -289,6 +289,25 @@ int range_alloc_alloc(range_alloc *ra, uint64_t len, uint64_t align, uint64_t *o
     return 0;
 }
 
+int range_alloc_take(range_alloc *ra, uint64_t off, uint64_t len)
+{
+    if (!ra || len == 0 || len > ra->capacity || off > ra->capacity - len)
+        return -EINVAL;
+    /* The free range holding off: the last one starting at or before it. */
+    struct free_range key = {.off = off, .len = 0};
+    struct free_range *r = RB_NFIND(off_tree, &ra->by_off, &key);
+    if (!r || r->off != off)
+        r = r ? RB_PREV(off_tree, &ra->by_off, r) : RB_MAX(off_tree, &ra->by_off);
+    if (!r || off - r->off >= r->len || r->len - (off - r->off) < len)
+        return -EBUSY; /* some byte of it is allocated */
+    if (node_reserve(ra, ra->live + 2) < 0)
+        return -ENOMEM;
+    carve(ra, r, off, len);
+    ra->used += len;
+    ra->live++;
+    return 0;
+}
+
 int range_alloc_release(range_alloc *ra, uint64_t off, uint64_t len)
 {
     if (!ra || len == 0 || len > ra->capacity || off > ra->capacity - len)

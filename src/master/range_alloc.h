@@ -36,6 +36,10 @@ int range_alloc_alloc(range_alloc *ra, uint64_t len, uint64_t align, uint64_t *o
  * released in pieces other than the ones alloc returned. */
 int range_alloc_release(range_alloc *ra, uint64_t off, uint64_t len);
 
+/* Allocates exactly [off, off + len) (a master rebuilding what owners
+ * report). Returns 0, -EINVAL when out of bounds or len is 0, -EBUSY when
+ * some byte of it is already allocated, -ENOMEM. Released like any range. */
+int range_alloc_take(range_alloc *ra, uint64_t off, uint64_t len);
 uint64_t range_alloc_capacity(const range_alloc *ra);
 uint64_t range_alloc_used(const range_alloc *ra);
 /* Length of the largest free range (0 when full). */

@@ -39,6 +39,7 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     ENTRY(MSG_KEY_INFO, "KeyInfo", key_info),
     ENTRY(MSG_LEASE, "Lease", lease),
     ENTRY(MSG_ACCESS_REPORT, "AccessReport", access_report),
+    ENTRY(MSG_RECOVERY_REPORT, "RecoveryReport", recovery_report),
     ENTRY(MSG_EXT_HELLO, "ExternalHello", external_hello),
     ENTRY(MSG_EXT_PUT_START, "ExternalPutStart", external_put_start),
     ENTRY(MSG_EXT_PUT_TRANSFER_END, "ExternalPutTransferEnd", external_put_transfer_end),

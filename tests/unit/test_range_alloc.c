@@ -545,9 +545,35 @@ static void test_release_in_pieces(void)
     range_alloc_free(ra);
 }
 
+/* range_alloc_take: a rebuild claims exactly the ranges owners report; a
+ * byte already taken refuses the claim, and claimed ranges release and
+ * coalesce like allocated ones. */
+static void test_take(void)
+{
+    range_alloc *ra = range_alloc_new(MiB);
+    CHECK(range_alloc_take(ra, 4096, 8192) == 0, "take the middle");
+    CHECK(range_alloc_take(ra, 0, 4096) == 0, "take the head");
+    CHECK(range_alloc_take(ra, 8192, 512) == -EBUSY, "inside a taken range");
+    CHECK(range_alloc_take(ra, 12000, 1000) == -EBUSY, "straddling a taken end");
+    CHECK(range_alloc_take(ra, MiB - 512, 1024) == -EINVAL, "past the end");
+    CHECK(range_alloc_take(ra, 100, 0) == -EINVAL, "empty range");
+    CHECK(range_alloc_used(ra) == 12288, "used counts what was taken");
+    uint64_t off = 0;
+    CHECK(range_alloc_alloc(ra, 4096, 512, &off) == 0 && off == 12288,
+          "alloc goes past the taken ranges (got %" PRIu64 ")", off);
+    CHECK(range_alloc_take(ra, MiB - 4096, 4096) == 0, "take the tail");
+    CHECK(range_alloc_release(ra, 4096, 8192) == 0 && range_alloc_release(ra, 0, 4096) == 0 &&
+              range_alloc_release(ra, off, 4096) == 0 &&
+              range_alloc_release(ra, MiB - 4096, 4096) == 0,
+          "taken ranges release");
+    CHECK(range_alloc_free_count(ra) == 1 && range_alloc_used(ra) == 0, "coalesced after take");
+    range_alloc_free(ra);
+}
+
 int main(void)
 {
     test_bad_args();
+    test_take();
     test_exact_fit();
     test_huge_capacity();
     test_coalesce();
