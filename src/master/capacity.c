@@ -28,6 +28,7 @@
  * victim.
  */
 #include "master/master.h"
+#include "master/index_sync.h"
 #include "master/invalidation.h"
 #include "master/members.h"
 #include "master/replica_cache.h"
@@ -53,6 +54,8 @@ static void evict_popped(master *m, seg_space *s, route *r)
         s->returning += a->capacity;
     }
     member *mb = master_member(m, s->node_id);
+    if (mb && mb->tomb_tag == rep->tomb_tag)
+        master_index_drop_memory(mb, r->key, r->klen, r->pid);
     route_drop_memory(r, s->node_id);
     if (r->n_replicas == 0) {
         /* No copy left: the key is gone, as after a delete. */

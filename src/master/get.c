@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
+#include "master/index_sync.h"
 #include "master/inflight.h"
 #include "master/members.h"
 
@@ -224,6 +225,7 @@ static bool promote(master *m, member *mb, inflight_get *g)
     }
     if (!r->lease_id)
         allocation_unreserve(a); /* the replica cache counts it from now on */
+    master_index_publish(mb, r->key, r->klen, r->pid, a->offset, r->len);
     master_replica_published(m, r, route_replica(r, mb->node_id));
     return true;
 }

@@ -16,6 +16,8 @@
 
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
+#include "common/log.h"
+#include "master/index_sync.h"
 #include "master/members.h"
 
 void master_queue_invalidation(member *mb, const char *key, size_t klen)
@@ -48,24 +50,50 @@ void master_invalidate_route(master *m, route *old)
     }
 }
 
+/* The owner applied batch seq (index ops and invalidations): ud is the
+ * member, alive while its rpc client is (member-left frees the client,
+ * completing this with FX_ECONN, before the member). */
+static void on_batch_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    member *mb = ud;
+    if (status || msg_status(msg)) {
+        if (status != FX_ECONN)
+            FX_LOG_LIMITED(WARN, "member %u did not apply an index batch: %s", mb->node_id,
+                           status ? fx_strerror(status) : msg_detail(msg));
+        return; /* waits on it end when it leaves (index_sync.c's sweep) */
+    }
+    master_conn *mc = net_conn_data(mb->conn);
+    if (mc)
+        master_index_acked(mc->m, mb, ((Fx__BatchDeleteClientKvMetaCacheResp *)msg)->seq);
+}
+
 void master_flush_invalidations(master *m)
 {
     member *mb, *tmp;
     HASH_ITER(hh, m->members, mb, tmp) {
-        if (!mb->n_pending_inval)
+        if (!mb->n_pending_inval && !mb->batch_dirty)
             continue;
         size_t n = mb->n_pending_inval;
-        ProtobufCBinaryData *keys = malloc(n * sizeof *keys);
-        if (keys) {
+        size_t n_ops = 0;
+        Fx__IndexOp **ops = master_index_take_ops(mb, &n_ops);
+        ProtobufCBinaryData *keys = malloc((n ? n : 1) * sizeof *keys);
+        if (keys && mb->rpc) {
             for (size_t i = 0; i < n; i++)
                 keys[i] = (ProtobufCBinaryData){.len = mb->pending_inval_lens[i],
                                                 .data = (uint8_t *)mb->pending_invalidations[i]};
             Fx__BatchDeleteClientKvMetaCacheReq req = FX__BATCH_DELETE_CLIENT_KV_META_CACHE_REQ__INIT;
             req.n_keys = n;
             req.keys = keys;
-            net_send(mb->conn, MSG_BATCH_DELETE_CLIENT_KV_META_CACHE, FRAME_ONEWAY, 0, &req.base);
-            free(keys);
+            req.seq = mb->index_seq++;
+            req.n_index_ops = n_ops;
+            req.index_ops = ops;
+            mb->batch_dirty = false;
+            if (rpc_call(mb->rpc, MSG_BATCH_DELETE_CLIENT_KV_META_CACHE, &req.base,
+                         INDEX_ACK_TIMEOUT_MS, on_batch_resp, mb) < 0)
+                FX_LOG_LIMITED(WARN, "cannot send member %u its batch", mb->node_id);
         }
+        free(keys);
+        master_index_ops_free(ops, n_ops);
         for (size_t i = 0; i < n; i++)
             free(mb->pending_invalidations[i]);
         mb->n_pending_inval = 0;

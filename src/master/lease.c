@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "fluxon/fluxon.h"
+#include "master/index_sync.h"
 #include "master/invalidation.h"
 #include "master/members.h"
 
@@ -93,6 +94,7 @@ static void expire(master *m, lease *l)
             continue;
         route_table_remove(&m->routes, r);
         master_invalidate_route(m, r);
+        master_index_drop_route(m, r, NULL, 0);
         route_unref(r);
         deleted++;
     }

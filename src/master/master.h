@@ -47,6 +47,11 @@ typedef struct member {
     char **pending_invalidations; /* invalidation.c: keys to send in the next batch */
     size_t *pending_inval_lens;
     size_t n_pending_inval, cap_pending_inval;
+    struct index_op *pending_ops; /* index_sync.c: replica-index ops for the next batch */
+    size_t n_pending_ops, cap_pending_ops;
+    bool batch_dirty;     /* a batch must go out at the next flush (ops, or a reply waits) */
+    uint64_t index_seq;   /* the number of the batch being filled (starts at 1) */
+    uint64_t index_acked; /* the highest batch number the owner acknowledged */
     UT_hash_handle hh;
 } member;
 
@@ -65,6 +70,7 @@ typedef struct holding {
 } holding;
 
 typedef struct alloc_waiter alloc_waiter;
+typedef struct index_wait index_wait;
 
 typedef struct master {
     uv_loop_t *loop;
@@ -89,6 +95,7 @@ typedef struct master {
     const placement_policy *placement;
     bool stopping;
     uint32_t n_ssd_members; /* members.c: live members with an SSD tier (placement's SSD rule) */
+    index_wait *index_waits;       /* index_sync.c: replies waiting for owners' indexes */
     alloc_waiter *alloc_waiters;   /* alloc_wait.c: requests waiting for room */
     alloc_waiter *alloc_replaying; /* the waiter being replayed, if any */
     bool alloc_requeued;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "master/index_sync.h"
 #include "master/inflight.h"
 #include "master/invalidation.h"
 #include "master/members.h"
@@ -53,8 +54,11 @@ void master_member_left(master *m, member *mb, const char *why)
     master_inflight_drop_node(m, mb->node_id);
     master_holdings_drop_node(m, mb->node_id);
     master_invalidations_free(mb);
+    master_index_ops_drop(mb);
     seg_space_unref(mb->space);
+    uint32_t node_id = mb->node_id;
     free(mb);
+    master_index_member_gone(m, node_id); /* replies waiting on its index stop waiting */
     if (!m->stopping)
         master_broadcast_members(m);
 }

@@ -33,6 +33,7 @@
 
 #include "fluxon/fluxon.h"
 #include "master/inflight.h"
+#include "master/index_sync.h"
 #include "master/invalidation.h"
 #include "master/members.h"
 
@@ -210,14 +211,22 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
     bool persist = p->persist_to_ssd;
     route *old = route_table_replace(&m->routes, r);
     route_ref(r); /* publishing may evict it */
-    net_reply(c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
+    /* The answer waits for the owners' indexes (index_sync.h): the new
+     * replica's owner when it is not the requester's, and every other owner
+     * that held or cached the version it replaced. */
+    index_wait *w = master_index_wait_new(m);
+    master_index_publish(target, r->key, r->klen, r->pid, target_alloc->offset, r->len);
+    if (target != mb)
+        master_index_wait_on(w, target);
+    if (old) {
+        master_invalidate_route(m, old);
+        master_index_drop_route(m, old, w, mb->node_id);
+    }
+    master_index_wait_reply(m, w, c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
     if (persist) /* after the answer: the public put does not wait for the SSD */
         master_ssd_persist(m, r->key, r->klen, r->pid, target->node_id, target_alloc);
     master_inflight_put_free(m, p);
-    if (old) {
-        master_invalidate_route(m, old);
-        route_unref(old);
-    }
+    route_unref(old);
     /* A replica being persisted enters the replica cache when the persist
      * ends (ssd.c): until its SSD copy is committed, evicting it would lose
      * the key, and the persist reserves its bytes meanwhile. */

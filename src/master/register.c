@@ -56,6 +56,7 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
     }
     mb->node_id = m->next_node_id++;
     mb->tomb_tag = m->next_tomb_tag++;
+    mb->index_seq = 1;
     mb->space = seg_space_new(mb->node_id, req->segment_size);
     if (!mb->space) {
         free(mb);

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "fluxon/fluxon.h"
 #include "master/http.h"
+#include "master/index_sync.h"
 #include "master/inflight.h"
 #include "master/invalidation.h"
 #include "master/members.h"
@@ -179,6 +180,7 @@ static void on_sweep(uv_timer_t *t)
     master_sweep_inflight(m);
     master_sweep_leases(m);
     master_check_heartbeats(m);
+    master_index_sweep(m);
     if (m->http)
         http_publish(m);
 }
@@ -291,6 +293,7 @@ void master_free_state(master *m)
 void master_stop(master *m)
 {
     m->stopping = true;
+    master_index_waits_free(m); /* parked replies go unanswered: their connections close now */
     http_stop(m);
     net_listener_close(m->listener); /* closes every connection: members leave */
     uv_timer_stop(&m->sweep_timer);

@@ -277,6 +277,10 @@ static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
         send_get_done(o, pg); /* the bytes are already in this segment */
         return;
     }
+    /* The target is written now: our replica index forgets what it held. */
+    owner_index_writing(o, pg->offset,
+                        pg->source == FX_SRC_SSD && r->ssd_stage_len > r->len ? r->ssd_stage_len
+                                                                              : r->len);
     if (pg->source == FX_SRC_SSD) {
         start_ssd_refill(o, pg, r);
         return;

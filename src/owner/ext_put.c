@@ -111,6 +111,9 @@ static void on_put_start_resp(int status, ProtobufCMessage *msg, void *ud)
     }
     ext_conn *ec = net_conn_data(x->conn);
     DL_APPEND(ec->puts, p);
+    /* The external writes this range now: whatever our replica index said
+     * it held (an eviction the master has not told us of yet) is gone. */
+    owner_index_writing(o, p->offset, p->len);
     Fx__ExternalPutStartResp resp = FX__EXTERNAL_PUT_START_RESP__INIT;
     resp.put_id = r->put_id;
     resp.offset = p->offset;
@@ -152,9 +155,16 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
     /* Whatever the outcome, this owner must not serve the key's old cached
      * version to a get that starts after this put returned. */
     owner_forget_key(x->o, x->key, x->klen);
-    if (!ext_forward_failure(x, status, msg, "PutDone") && net_conn_is_open(x->conn))
-        net_reply(x->conn, &x->hdr,
-                  &((Fx__ExternalPutTransferEndResp)FX__EXTERNAL_PUT_TRANSFER_END_RESP__INIT).base);
+    if (!ext_forward_failure(x, status, msg, "PutDone")) {
+        ext_put *p = x->put;
+        if (!p->aborting) /* published: our index learns it before our client does */
+            owner_index_put_done(x->o, p->key, p->klen, p->time_ms, p->version, !p->remote,
+                                 p->offset, p->len);
+        if (net_conn_is_open(x->conn))
+            net_reply(x->conn, &x->hdr,
+                      &((Fx__ExternalPutTransferEndResp)FX__EXTERNAL_PUT_TRANSFER_END_RESP__INIT)
+                           .base);
+    }
     put_call_free(x);
 }
 
@@ -168,6 +178,7 @@ static void finish_put(ext_call *x, bool abort)
     pid.version = p->version;
     ProtobufCBinaryData key = {.len = p->klen, .data = (uint8_t *)p->key};
     int r = -1;
+    p->aborting = abort;
     if (abort) {
         Fx__PutRevokeReq rv = FX__PUT_REVOKE_REQ__INIT;
         rv.key = key;

@@ -133,9 +133,12 @@ static void on_delete_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     ext_call *x = ud;
     owner_forget_key(x->o, x->key, x->klen);
-    if (!ext_forward_failure(x, status, msg, "Delete") && net_conn_is_open(x->conn))
-        net_reply(x->conn, &x->hdr,
-                  &((Fx__ExternalDeleteResp)FX__EXTERNAL_DELETE_RESP__INIT).base);
+    if (!ext_forward_failure(x, status, msg, "Delete")) {
+        owner_index_deleted(x->o, x->key, x->klen); /* before our client hears of it */
+        if (net_conn_is_open(x->conn))
+            net_reply(x->conn, &x->hdr,
+                      &((Fx__ExternalDeleteResp)FX__EXTERNAL_DELETE_RESP__INIT).base);
+    }
     ext_call_free(x);
 }
 

@@ -32,6 +32,7 @@
 #include "net/unix_path.h"
 #include "owner/dataplane/dataplane.h"
 #include "owner/owner.h"
+#include "owner/replica_index.h"
 #include "owner/ssd_tier.h"
 
 static void usage(FILE *f)
@@ -60,6 +61,7 @@ static int start_data_plane(owner *o)
         return -1;
     }
     dp_engine_set_peer_keys(o->dp, owner_peer_key, o);
+    dp_engine_set_write_hook(o->dp, owner_index_on_peer_write, o);
     dp_engine_set_limits(o->dp, o->cfg.max_peer_connections, o->cfg.handshake_timeout_ms);
     char why[512];
     if (owner_data_address_init(o, why, sizeof why) < 0) {
@@ -196,6 +198,12 @@ int main(int argc, char **argv)
         rc = r == -ENOMEM ? 2 : 1; /* too large for this machine: a bad value */
         goto out;
     }
+    o.index = replica_index_new();
+    if (!o.index) {
+        fprintf(stderr, "fluxon-owner: out of memory\n");
+        rc = 1;
+        goto out;
+    }
     o.loop = uv_default_loop();
     uv_signal_init(o.loop, &sig_term);
     uv_signal_init(o.loop, &sig_int);
@@ -243,6 +251,7 @@ int main(int argc, char **argv)
     rc = o.exit_code;
 out:
     ssd_tier_close(&o); /* a startup failure after the tier opened */
+    replica_index_free(o.index);
     owner_config_free(&o.cfg);
     return rc;
 }

@@ -169,6 +169,7 @@ int owner_master_connect(owner *o)
 
 static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
 {
+    owner_index_apply_ops(o, req->index_ops, req->n_index_ops);
     for (size_t i = 0; i < req->n_keys; i++)
         owner_forget_key(o, req->keys[i].data, req->keys[i].len);
     owner_ext_invalidate(o, req->keys, req->n_keys);
@@ -274,8 +275,12 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
     case MSG_BATCH_DELETE_CLIENT_KV_META_CACHE:
         on_invalidate(o, (Fx__BatchDeleteClientKvMetaCacheReq *)msg);
         owner_holder_ack_flush(o); /* an eviction may be waiting for the bytes dropped here */
-        net_reply(c, h, &((Fx__BatchDeleteClientKvMetaCacheResp)
-                              FX__BATCH_DELETE_CLIENT_KV_META_CACHE_RESP__INIT).base);
+        {
+            Fx__BatchDeleteClientKvMetaCacheResp resp =
+                FX__BATCH_DELETE_CLIENT_KV_META_CACHE_RESP__INIT;
+            resp.seq = ((Fx__BatchDeleteClientKvMetaCacheReq *)msg)->seq;
+            net_reply(c, h, &resp.base);
+        }
         break;
     default:
         FX_LOG(WARN, "master sent unexpected %s; ignored", msg_name(h->type));

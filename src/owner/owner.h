@@ -74,6 +74,7 @@ typedef struct ext_put {
     uint32_t target_node;
     uint64_t target_offset;
     char *target_addr; /* the target owner's data plane, "host:port" */
+    bool aborting;     /* PutRevoke sent rather than PutDone */
     struct ext_put *prev, *next;
 } ext_put;
 
@@ -154,6 +155,7 @@ typedef struct owner {
     uv_timer_t connect_timer;
     uint64_t connect_deadline_ms;
     uint64_t hits_memory, hits_ssd, misses;
+    struct replica_index *index; /* what this owner holds (replica_index.h, index_ops.c) */
 } owner;
 
 /* master_link.c */
@@ -206,6 +208,22 @@ void owner_access_report_close(owner *o);
  * (the holders handed out keep theirs), and gets that arrive from now on do
  * not join the request already in flight (it may return the old version). */
 void owner_forget_key(owner *o, const void *key, size_t klen);
+
+/* index_ops.c: the replica index fed by the master's ops and our own changes */
+void owner_index_apply_ops(owner *o, Fx__IndexOp **ops, size_t n);
+/* Our put of (key, time_ms.version) was published: older entries of the key
+ * go; a local one (target in this segment at offset) enters. */
+void owner_index_put_done(owner *o, const void *key, size_t klen, uint64_t time_ms,
+                          uint32_t version, bool local, uint64_t offset, uint64_t len);
+/* Our delete of key was answered. */
+void owner_index_deleted(owner *o, const void *key, size_t klen);
+/* The SSD copy of exactly that version was published (on) or evicted (off). */
+void owner_index_ssd(owner *o, const void *key, size_t klen, uint64_t time_ms, uint32_t version,
+                     bool on, uint64_t ssd_len);
+/* [offset, offset + len) of the segment is about to be written. */
+void owner_index_writing(owner *o, uint64_t offset, uint64_t len);
+/* The data plane's write hook (dp_write_fn, ud = the owner). */
+void owner_index_on_peer_write(void *ud, uint64_t offset, uint64_t len);
 
 /* extapi.c */
 int owner_ext_listen(owner *o);

@@ -153,6 +153,13 @@ void replica_index_drop_upto(replica_index *ri, const void *key, size_t klen, in
         entry_free(ri, e);
 }
 
+void replica_index_drop_older(replica_index *ri, const void *key, size_t klen, index_pid pid)
+{
+    struct ientry *e = find(ri, key, klen);
+    if (e && index_pid_cmp(e->pid, pid) < 0)
+        entry_free(ri, e);
+}
+
 void replica_index_drop_memory(replica_index *ri, const void *key, size_t klen, index_pid pid)
 {
     struct ientry *e = find(ri, key, klen);

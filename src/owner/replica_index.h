@@ -58,6 +58,8 @@ int replica_index_publish(replica_index *ri, const void *key, size_t klen, index
                           uint64_t offset, uint64_t len);
 /* The key's entry goes if its put_id is pid or older (a delete or overwrite). */
 void replica_index_drop_upto(replica_index *ri, const void *key, size_t klen, index_pid pid);
+/* The key's entry goes if its put_id is older than pid (a put of pid ended). */
+void replica_index_drop_older(replica_index *ri, const void *key, size_t klen, index_pid pid);
 /* The key's entry forgets its memory replica if it is exactly pid's (an
  * eviction); an entry left with nothing goes. */
 void replica_index_drop_memory(replica_index *ri, const void *key, size_t klen, index_pid pid);

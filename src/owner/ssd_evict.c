@@ -53,13 +53,22 @@ static void on_evict_resp(int status, ProtobufCMessage *msg, void *ud)
 static void send_batch(ssd_tier *t)
 {
     owner *o = t->o;
-    if (t->batch_in_flight || !o->registered || !o->mrpc || o->stopping)
+    if (t->batch_in_flight || o->stopping)
         return;
-    if (t->n_batch < SSD_EVICT_BATCH)
-        t->n_batch += ssd_pop_evictions(t->store, t->batch + t->n_batch,
-                                        SSD_EVICT_BATCH - t->n_batch);
+    if (t->n_batch < SSD_EVICT_BATCH) {
+        size_t n = ssd_pop_evictions(t->store, t->batch + t->n_batch, SSD_EVICT_BATCH - t->n_batch);
+        /* Our replica index forgets them now, master or not. */
+        for (size_t i = t->n_batch; i < t->n_batch + n; i++)
+            owner_index_ssd(o, t->batch[i].key, t->batch[i].klen, t->batch[i].pid.time_ms,
+                            t->batch[i].pid.version, false, 0);
+        t->n_batch += n;
+    }
     if (!t->n_batch)
         return;
+    if (!o->registered || !o->mrpc) {
+        batch_clear(t); /* no master: the next one learns our SSD copies from our index */
+        return;
+    }
     Fx__PutId pids[SSD_EVICT_BATCH];
     Fx__SsdEviction evs[SSD_EVICT_BATCH];
     Fx__SsdEviction *ptrs[SSD_EVICT_BATCH];

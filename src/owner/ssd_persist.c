@@ -94,6 +94,9 @@ static void on_commit_resp(int status, ProtobufCMessage *msg, void *ud)
         if (!((Fx__SsdReplicaCommitResp *)msg)->published)
             FX_LOG(INFO, "SsdReplicaCommit of a %llu-byte value not published: the route moved on",
                    (unsigned long long)p->len);
+        else
+            owner_index_ssd(p->t->o, p->key, p->klen, p->pid.time_ms, p->pid.version, true,
+                            p->len);
         reply(p->conn, &p->hdr, true, NULL);
     }
     persist_free(p);

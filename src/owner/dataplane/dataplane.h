@@ -113,6 +113,11 @@ void dp_engine_set_identity(dp_engine *e, uint32_t node_id, uint64_t tomb_tag);
 /* Where handshakes look up pair keys. Without it every handshake fails, both
  * ways. */
 void dp_engine_set_peer_keys(dp_engine *e, dp_peer_key_fn fn, void *ud);
+/* Called on the loop thread when a peer's WRITE into [offset, offset + len)
+ * of our segment was accepted, before any of its bytes land (the owner's
+ * replica index forgets what that range held). */
+typedef void (*dp_write_fn)(void *ud, uint64_t offset, uint64_t len);
+void dp_engine_set_write_hook(dp_engine *e, dp_write_fn fn, void *ud);
 /* Inbound limits for connections accepted from now on: max_conns open at
  * once (>= 1), hello_ms (> 0) from accept to a passed handshake. */
 void dp_engine_set_limits(dp_engine *e, unsigned max_conns, uint64_t hello_ms);

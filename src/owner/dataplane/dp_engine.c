@@ -169,6 +169,12 @@ void dp_engine_set_limits(dp_engine *e, unsigned max_conns, uint64_t hello_ms)
     e->hello_ms = hello_ms ? hello_ms : 1;
 }
 
+void dp_engine_set_write_hook(dp_engine *e, dp_write_fn fn, void *ud)
+{
+    e->on_write = fn;
+    e->on_write_ud = ud;
+}
+
 void dp_engine_set_peer_keys(dp_engine *e, dp_peer_key_fn fn, void *ud)
 {
     e->peer_key = fn;

@@ -46,6 +46,8 @@ struct dp_engine {
     uint64_t tomb_tag;
     dp_peer_key_fn peer_key; /* where handshakes find pair keys; NULL: none passes */
     void *peer_key_ud;
+    dp_write_fn on_write; /* a peer's WRITE is about to land; may be NULL */
+    void *on_write_ud;
 
     struct dp_sconn *sconns; /* inbound, open or lingering */
     unsigned n_sconns;       /* how many sconns holds */

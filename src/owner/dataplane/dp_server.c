@@ -419,6 +419,8 @@ static void on_header(dp_sconn *c)
         break;
     case DP_WRITE:
         if (!refuse_request(c)) {
+            if (c->e->on_write)
+                c->e->on_write(c->e->on_write_ud, c->cur.offset, c->cur.len);
             c->rx = SRX_PAYLOAD;
             c->dst = c->e->seg_base + c->cur.offset;
         }
