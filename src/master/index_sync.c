@@ -272,7 +272,7 @@ void master_index_member_gone(master *m, uint32_t node_id)
     release_done(m);
 }
 
-void master_index_sweep(master *m)
+member *master_index_overdue(master *m)
 {
     uint64_t now = master_now_ms(m);
     for (index_wait *w = m->index_waits; w; w = w->next) {
@@ -280,12 +280,11 @@ void master_index_sweep(master *m)
             continue;
         for (size_t i = 0; i < w->n_on; i++) {
             member *mb = master_member(m, w->on[i].node_id);
-            if (mb && mb->tomb_tag == w->on[i].tomb_tag && mb->index_acked < w->on[i].seq) {
-                master_member_left(m, mb, "it did not acknowledge a replica-index batch");
-                return; /* member-left released what waited on it; the rest next sweep */
-            }
+            if (mb && mb->tomb_tag == w->on[i].tomb_tag && mb->index_acked < w->on[i].seq)
+                return mb;
         }
     }
+    return NULL;
 }
 
 void master_index_waits_free(master *m)

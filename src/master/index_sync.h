@@ -20,7 +20,7 @@
  * changes when it receives the answer, before its client hears of it. An
  * owner that leaves releases the waits on it (its replicas died with its
  * incarnation); one that does not acknowledge within INDEX_ACK_TIMEOUT_MS is
- * made to leave. Loop thread only.
+ * made to leave (server.c's sweep). Loop thread only.
  */
 #ifndef FX_MASTER_INDEX_SYNC_H
 #define FX_MASTER_INDEX_SYNC_H
@@ -65,9 +65,9 @@ void master_index_ops_free(Fx__IndexOp **ops, size_t n);
 void master_index_acked(master *m, member *mb, uint64_t seq);
 /* node_id left: the replies waiting on it stop waiting. */
 void master_index_member_gone(master *m, uint32_t node_id);
-/* The sweep: owners that left a batch unanswered past INDEX_ACK_TIMEOUT_MS
- * leave. */
-void master_index_sweep(master *m);
+/* A member that left a batch a reply waits for unanswered past
+ * INDEX_ACK_TIMEOUT_MS (the sweep makes it leave), or NULL. */
+member *master_index_overdue(master *m);
 /* Frees mb's queued ops (mb is leaving). */
 void master_index_ops_drop(member *mb);
 /* At shutdown: the parked replies are dropped unanswered. */

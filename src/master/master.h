@@ -52,6 +52,9 @@ typedef struct member {
     bool batch_dirty;     /* a batch must go out at the next flush (ops, or a reply waits) */
     uint64_t index_seq;   /* the number of the batch being filled (starts at 1) */
     uint64_t index_acked; /* the highest batch number the owner acknowledged */
+    bool recovering; /* recovery.c: took its identity back; its replicas are taken */
+    bool ready;      /* recovery.c: its report ended; placement may choose it */
+    struct report_range *report_ranges; /* recovery.c: ranges its report created */
     UT_hash_handle hh;
 } member;
 
@@ -71,6 +74,7 @@ typedef struct holding {
 
 typedef struct alloc_waiter alloc_waiter;
 typedef struct index_wait index_wait;
+typedef struct recovery recovery;
 
 typedef struct master {
     uv_loop_t *loop;
@@ -96,6 +100,7 @@ typedef struct master {
     bool stopping;
     uint32_t n_ssd_members; /* members.c: live members with an SSD tier (placement's SSD rule) */
     index_wait *index_waits;       /* index_sync.c: replies waiting for owners' indexes */
+    recovery *recovery;            /* recovery.c: non-NULL during the recovery phase */
     alloc_waiter *alloc_waiters;   /* alloc_wait.c: requests waiting for room */
     alloc_waiter *alloc_replaying; /* the waiter being replayed, if any */
     bool alloc_requeued;
@@ -138,6 +143,29 @@ int master_auth_setup(master *m, char *err, size_t errlen);
 member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
 void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__HeartbeatReq *req);
+
+/* recovery.c */
+/* Enters the recovery phase (at start). */
+void master_recovery_begin(master *m);
+bool master_recovering(const master *m);
+/* Register's part in recovery: new put_ids and identities go above what req
+ * names. Returns false when req registers as usual (fresh identity), or
+ * true with *node_id set and *tomb_tag set: the identity req had, taken back
+ * (its report follows), or with *node_id 0: req was parked until recovery
+ * ends (nothing to answer now), then handed to replay. */
+typedef member *(*master_register_fn)(master *m, net_conn *c, const frame_hdr *h,
+                                      Fx__RegisterReq *req);
+bool master_recovery_take_register(master *m, net_conn *c, const frame_hdr *h,
+                                   Fx__RegisterReq *req, master_register_fn replay,
+                                   uint32_t *node_id, uint64_t *tomb_tag);
+void master_on_recovery_report(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                               Fx__RecoveryReportReq *req);
+/* Ends recovery when its condition holds (the sweep, each report). */
+void master_recovery_check(master *m);
+/* At shutdown. */
+void master_recovery_free(master *m);
+/* Frees mb's report bookkeeping (mb leaves during its report). */
+void master_report_ranges_free(member *mb);
 
 /* member_left.c */
 /* mb leaves (why is logged): removed from every table, its connection

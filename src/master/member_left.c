@@ -55,6 +55,7 @@ void master_member_left(master *m, member *mb, const char *why)
     master_holdings_drop_node(m, mb->node_id);
     master_invalidations_free(mb);
     master_index_ops_drop(mb);
+    master_report_ranges_free(mb);
     seg_space_unref(mb->space);
     uint32_t node_id = mb->node_id;
     free(mb);

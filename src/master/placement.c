@@ -18,13 +18,13 @@
 bool placement_has_room(const member *mb, uint64_t len)
 {
     uint64_t need = len ? (len + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN : ALLOC_ALIGN;
-    return need >= len && range_alloc_largest_free(mb->space->ra) >= need;
+    return mb->ready && need >= len && range_alloc_largest_free(mb->space->ra) >= need;
 }
 
 /* A member that may receive a value at all (the SSD rule). */
 static bool eligible(master *m, const member *mb)
 {
-    return mb->kv_ssd_storage || !master_any_ssd(m);
+    return mb->ready && (mb->kv_ssd_storage || !master_any_ssd(m));
 }
 
 /* Uniform choice among the eligible live members with room, skipping `skip`

@@ -5,6 +5,10 @@
  * Register gives the owner a node id and a fresh incarnation number (the tomb
  * tag) and creates the range allocator over its segment, then enters it in
  * the member table (members.c) and announces the new table to every member.
+ * During the recovery phase (recovery.c) an owner that names its previous
+ * identity gets it back and reports its replicas next; a new owner waits for
+ * the phase to end. A member is chosen for placement only once its report
+ * (RecoveryReport, sent by every owner after Register) ended.
  * A member is live while its connection is open and its heartbeats arrive;
  * each Heartbeat also carries the owner's SSD and hit counters. What happens
  * when it stops being live is member_left.c.
@@ -49,13 +53,24 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
         net_reply_error(c, h, FX_EINVAL, "segment_size must be > 0");
         return NULL;
     }
+    uint32_t prev_node = 0;
+    uint64_t prev_tomb = 0;
+    if (master_recovery_take_register(m, c, h, req, master_on_register, &prev_node, &prev_tomb) &&
+        !prev_node)
+        return NULL; /* a new owner during recovery: registered when it ends */
     member *mb = calloc(1, sizeof *mb);
     if (!mb) {
         net_reply_error(c, h, FX_ENOMEM, "out of memory");
         return NULL;
     }
-    mb->node_id = m->next_node_id++;
-    mb->tomb_tag = m->next_tomb_tag++;
+    if (prev_node) {
+        mb->node_id = prev_node; /* its replicas come in its report */
+        mb->tomb_tag = prev_tomb;
+        mb->recovering = true;
+    } else {
+        mb->node_id = m->next_node_id++;
+        mb->tomb_tag = m->next_tomb_tag++;
+    }
     mb->index_seq = 1;
     mb->space = seg_space_new(mb->node_id, req->segment_size);
     if (!mb->space) {
@@ -82,10 +97,11 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
     mb->last_heartbeat_ms = master_now_ms(m);
     master_members_add(m, mb);
     net_conn_set_max_body(c, FRAME_MAX_BODY);
-    FX_LOG(INFO, "member %u '%s' registered from %s: segment %llu bytes, tomb %llu", mb->node_id,
-           mb->name, net_conn_peer(c), (unsigned long long)req->segment_size,
-           (unsigned long long)mb->tomb_tag);
+    FX_LOG(INFO, "member %u '%s' %s from %s: segment %llu bytes, tomb %llu", mb->node_id,
+           mb->name, mb->recovering ? "came back" : "registered", net_conn_peer(c),
+           (unsigned long long)req->segment_size, (unsigned long long)mb->tomb_tag);
     Fx__RegisterResp resp = FX__REGISTER_RESP__INIT;
+    resp.recovering = mb->recovering;
     resp.node_id = mb->node_id;
     resp.tomb_tag = mb->tomb_tag;
     resp.heartbeat_ms = m->cfg.heartbeat_interval_ms > UINT32_MAX ? UINT32_MAX

@@ -61,7 +61,19 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         net_reply_error(c, h, FX_EINVAL, "%s before Register", msg_name(h->type));
         return;
     }
+    if (!mb->ready && h->type != MSG_HEARTBEAT && h->type != MSG_RECOVERY_REPORT &&
+        h->type != MSG_BATCH_DELETE_ACK) {
+        /* Owners wait for the answer to their report (given when recovery
+         * ends) before they send anything else. */
+        net_reply_error(c, h, FX_EMASTER, "MasterUnavailable: %s before this member's "
+                        "RecoveryReport ended%s", msg_name(h->type),
+                        m->recovery ? " (the master is recovering)" : "");
+        return;
+    }
     switch (h->type) {
+    case MSG_RECOVERY_REPORT:
+        master_on_recovery_report(m, mb, c, h, (Fx__RecoveryReportReq *)msg);
+        break;
     case MSG_HEARTBEAT:
         master_on_heartbeat(m, mb, c, h, (Fx__HeartbeatReq *)msg);
         break;
@@ -180,7 +192,13 @@ static void on_sweep(uv_timer_t *t)
     master_sweep_inflight(m);
     master_sweep_leases(m);
     master_check_heartbeats(m);
-    master_index_sweep(m);
+    for (int i = 0; i < 64; i++) { /* each leave may release waits on others */
+        member *stuck = master_index_overdue(m);
+        if (!stuck)
+            break;
+        master_member_left(m, stuck, "it did not acknowledge a replica-index batch");
+    }
+    master_recovery_check(m);
     if (m->http)
         http_publish(m);
 }
@@ -230,6 +248,7 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
         return -ENOMEM;
     }
     m->placement = placement_policy_for(m->cfg.placement);
+    master_recovery_begin(m); /* owners that outlived a previous master report first */
     unsigned seed;
     if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
         FX_LOG(ERROR, "getrandom: cannot seed placement: %s", strerror(errno));
@@ -294,6 +313,7 @@ void master_stop(master *m)
 {
     m->stopping = true;
     master_index_waits_free(m); /* parked replies go unanswered: their connections close now */
+    master_recovery_free(m);
     http_stop(m);
     net_listener_close(m->listener); /* closes every connection: members leave */
     uv_timer_stop(&m->sweep_timer);

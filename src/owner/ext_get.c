@@ -67,6 +67,8 @@ static void pending_get_free(owner *o, pending_get *pg)
 {
     if (pg->in_table)
         HASH_DEL(o->pending_gets, pg);
+    if (pg->pin)
+        holders_mi_unref(o, pg->pin);
     get_waiter *w = pg->waiters;
     while (w) {
         get_waiter *next = w->next;

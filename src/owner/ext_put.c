@@ -25,6 +25,16 @@
 
 #define PUSH_TIMEOUT_MS 30000u
 
+/* The client no longer writes p's range: it leaves the started puts, and
+ * the pin a recovery report gave it goes. */
+static void put_ended(owner *o, ext_put *p)
+{
+    DL_DELETE2(o->started_puts, p, o_prev, o_next);
+    if (p->pin)
+        holders_mi_unref(o, p->pin);
+    p->pin = NULL;
+}
+
 static void ext_put_free(ext_put *p)
 {
     free(p->key);
@@ -111,6 +121,7 @@ static void on_put_start_resp(int status, ProtobufCMessage *msg, void *ud)
     }
     ext_conn *ec = net_conn_data(x->conn);
     DL_APPEND(ec->puts, p);
+    DL_APPEND2(o->started_puts, p, o_prev, o_next);
     /* The external writes this range now: whatever our replica index said
      * it held (an eviction the master has not told us of yet) is gone. */
     owner_index_writing(o, p->offset, p->len);
@@ -231,6 +242,7 @@ void ext_on_put_transfer_end(owner *o, ext_conn *ec, const frame_hdr *h,
         return;
     }
     DL_DELETE(ec->puts, p);
+    put_ended(o, p);
     ext_call *x = ext_call_new(o, ec->conn, h, p->key, p->klen);
     if (!x) {
         send_revoke(o, p->key, p->klen, p->time_ms, p->version);
@@ -255,6 +267,7 @@ void ext_revoke_started_puts(owner *o, ext_conn *ec)
     ext_put *p, *tmp;
     DL_FOREACH_SAFE(ec->puts, p, tmp) {
         DL_DELETE(ec->puts, p);
+        put_ended(o, p);
         send_revoke(o, p->key, p->klen, p->time_ms, p->version);
         ext_put_free(p);
     }

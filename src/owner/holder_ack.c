@@ -38,6 +38,8 @@ static void on_ack_timer(uv_timer_t *t)
 
 void owner_ack_holder(owner *o, uint64_t master_holder_id)
 {
+    if (!master_holder_id)
+        return; /* a pin the master never numbered */
     if (o->n_acks == o->cap_acks) {
         size_t cap = o->cap_acks ? o->cap_acks * 2 : OWNER_ACK_BATCH;
         uint64_t *n = realloc(o->acks, cap * sizeof *n);
@@ -54,6 +56,11 @@ void owner_ack_holder(owner *o, uint64_t master_holder_id)
         owner_holder_ack_flush(o);
     else if (o->n_acks == 1)
         uv_timer_start(&o->ack_timer, on_ack_timer, 1, 0);
+}
+
+void owner_holder_ack_discard(owner *o)
+{
+    o->n_acks = 0;
 }
 
 void owner_holder_ack_init(owner *o)

@@ -24,11 +24,22 @@ static index_pid pid_of(const Fx__PutId *p)
     return p ? (index_pid){.time_ms = p->time_ms, .version = p->version} : (index_pid){0, 0};
 }
 
+/* Register tells a new master the newest put_id we saw. */
+static void note_put_id(owner *o, index_pid pid)
+{
+    index_pid seen = {.time_ms = o->max_put_seen.time_ms, .version = o->max_put_seen.version};
+    if (index_pid_cmp(pid, seen) > 0) {
+        o->max_put_seen.time_ms = pid.time_ms;
+        o->max_put_seen.version = pid.version;
+    }
+}
+
 void owner_index_apply_ops(owner *o, Fx__IndexOp **ops, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const Fx__IndexOp *op = ops[i];
         index_pid pid = pid_of(op->put_id);
+        note_put_id(o, pid);
         switch (op->kind) {
         case FX__INDEX_OP__KIND__PUBLISH:
             if (!segment_contains(&o->seg, op->offset, op->len)) {
@@ -58,6 +69,7 @@ void owner_index_put_done(owner *o, const void *key, size_t klen, uint64_t time_
                           uint32_t version, bool local, uint64_t offset, uint64_t len)
 {
     index_pid pid = {.time_ms = time_ms, .version = version};
+    note_put_id(o, pid);
     replica_index_drop_older(o->index, key, klen, pid);
     if (local && replica_index_publish(o->index, key, klen, pid, offset, len) < 0)
         FX_LOG_LIMITED(ERROR, "out of memory in the replica index: a replica will not survive "

@@ -71,6 +71,20 @@ static void on_heartbeat_timer(uv_timer_t *t)
     rpc_call(o->mrpc, MSG_HEARTBEAT, &req.base, OWNER_RPC_TIMEOUT_MS, on_heartbeat_resp, o);
 }
 
+/* The master has our report: we may serve. */
+static void on_report_done(owner *o, int status)
+{
+    if (status) {
+        FX_LOG(ERROR, "the master did not take our recovery report: %s", fx_strerror(status));
+        owner_stop(o, 1);
+        return;
+    }
+    o->registered = true;
+    ssd_tier_start(o);
+    if (owner_ext_listen(o) < 0)
+        owner_stop(o, 2); /* fluxonkv_spec.client_socket cannot be served */
+}
+
 static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     owner *o = ud;
@@ -90,14 +104,16 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
     Fx__RegisterResp *r = (Fx__RegisterResp *)msg;
     o->node_id = r->node_id;
     o->tomb_tag = r->tomb_tag;
-    o->registered = true;
-    FX_LOG(INFO, "registered as node %u (tomb %llu)", o->node_id, (unsigned long long)o->tomb_tag);
+    o->heartbeat_ms = r->heartbeat_ms ? r->heartbeat_ms : 1000;
+    FX_LOG(INFO, "registered as node %u (tomb %llu)%s", o->node_id,
+           (unsigned long long)o->tomb_tag, r->recovering ? ", reporting our replicas" : "");
     dp_engine_set_identity(o->dp, o->node_id, o->tomb_tag);
-    uint32_t hb = r->heartbeat_ms ? r->heartbeat_ms : 1000;
-    uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
-    ssd_tier_start(o);
-    if (owner_ext_listen(o) < 0)
-        owner_stop(o, 2); /* fluxonkv_spec.client_socket cannot be served */
+    /* Heartbeats keep us a member while the master's recovery waits for others. */
+    uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, o->heartbeat_ms, o->heartbeat_ms);
+    if (owner_send_recovery_report(o, r->recovering, on_report_done) < 0) {
+        FX_LOG(ERROR, "cannot send the recovery report to the master");
+        owner_stop(o, 1);
+    }
 }
 
 static void on_connect_retry(uv_timer_t *t)
@@ -144,7 +160,22 @@ static void on_connected(net_conn *c, int status, void *ud)
     uint64_t ssd_used;
     ssd_tier_usage(o, &req.ssd_capacity, &ssd_used);
     req.data_addr = o->data_addr;
-    if (rpc_call(o->mrpc, MSG_REGISTER, &req.base, OWNER_RPC_TIMEOUT_MS, on_register_resp, o) < 0)
+    /* Our identity under the previous master, the members we knew and the
+     * newest put_id we saw: a recovering master takes them back. */
+    req.prev_node_id = o->node_id;
+    req.prev_tomb_tag = o->tomb_tag;
+    uint32_t *known = o->n_members ? calloc(o->n_members, sizeof *known) : NULL;
+    for (size_t i = 0; known && i < o->n_members; i++)
+        known[i] = o->members[i].node_id;
+    req.known_members = known;
+    req.n_known_members = known ? o->n_members : 0;
+    Fx__PutId max_pid = FX__PUT_ID__INIT;
+    max_pid.time_ms = o->max_put_seen.time_ms;
+    max_pid.version = o->max_put_seen.version;
+    req.max_put_id = &max_pid;
+    int sent = rpc_call(o->mrpc, MSG_REGISTER, &req.base, OWNER_RPC_TIMEOUT_MS, on_register_resp, o);
+    free(known);
+    if (sent < 0)
         owner_stop(o, 1);
 }
 

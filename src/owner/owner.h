@@ -43,6 +43,7 @@ typedef struct memory_info {
     char *key;
     size_t klen;
     bool in_cache;
+    uint64_t report_gen; /* recovery_report.c: pinned in the report of this number */
     UT_hash_handle hh; /* owner.get_cache, by key */
 } memory_info;
 
@@ -75,7 +76,9 @@ typedef struct ext_put {
     uint64_t target_offset;
     char *target_addr; /* the target owner's data plane, "host:port" */
     bool aborting;     /* PutRevoke sent rather than PutDone */
+    memory_info *pin;  /* recovery_report.c: keeps the range from a new master */
     struct ext_put *prev, *next;
+    struct ext_put *o_prev, *o_next; /* owner.started_puts */
 } ext_put;
 
 /* Per external connection. */
@@ -103,6 +106,7 @@ typedef struct pending_get {
     uint64_t get_id;
     uint64_t offset, len; /* the target range in this segment */
     int source;
+    memory_info *pin; /* recovery_report.c: keeps the target from a new master */
     UT_hash_handle hh;
 } pending_get;
 
@@ -156,6 +160,13 @@ typedef struct owner {
     uint64_t connect_deadline_ms;
     uint64_t hits_memory, hits_ssd, misses;
     struct replica_index *index; /* what this owner holds (replica_index.h, index_ops.c) */
+    ext_put *started_puts; /* every put between PutStart's answer and TransferEnd */
+    uint64_t report_gen;   /* recovery_report.c: the number of the last report */
+    struct {
+        uint64_t time_ms;
+        uint32_t version;
+    } max_put_seen; /* index_ops.c: the newest put_id we learned of (Register's max_put_id) */
+    uint32_t heartbeat_ms; /* from RegisterResp */
 } owner;
 
 /* master_link.c */
@@ -184,10 +195,19 @@ int owner_data_address_init(owner *o, char *err, size_t errlen);
  * with "data_advertise: <why>" in err (the owner exits 2). */
 int owner_data_address_for_master(owner *o, net_conn *master, char *err, size_t errlen);
 
+/* recovery_report.c: after Register, what the master must know first */
+typedef void (*owner_report_done_fn)(owner *o, int status);
+/* Sends the replica index (recovering) or empties it (not), and the pinned
+ * ranges; done(o, 0 or an FX_E* code) runs when the last chunk is answered.
+ * Returns 0 or -1 (nothing sent, done not called). */
+int owner_send_recovery_report(owner *o, bool recovering, owner_report_done_fn done);
+
 /* holder_ack.c: released master holders, acknowledged to the master in batches */
 /* Queues a master holder id for BatchDeleteAck (out of memory: logged, and
  * the master keeps the holder). */
 void owner_ack_holder(owner *o, uint64_t master_holder_id);
+/* Drops the queued ids (they name a previous master's holders). */
+void owner_holder_ack_discard(owner *o);
 /* Sends the queued ids now (nothing without a registered master link). */
 void owner_holder_ack_flush(owner *o);
 void owner_holder_ack_init(owner *o);

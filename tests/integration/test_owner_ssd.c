@@ -244,6 +244,13 @@ static bool fm_accept_register(void)
     resp.tomb_tag = 1;
     resp.heartbeat_ms = 50;
     fm_reply(&h, &resp.base);
+    /* The owner reports (no replicas yet, no pins) and serves once answered. */
+    Fx__RecoveryReportReq *rep =
+        (Fx__RecoveryReportReq *)fm_expect(MSG_RECOVERY_REPORT, false, &h, 10000);
+    CHECK(rep->last && rep->n_entries == 0, "a new owner's report: one chunk, no replicas");
+    msg_free(&rep->base);
+    Fx__RecoveryReportResp rresp = FX__RECOVERY_REPORT_RESP__INIT;
+    fm_reply(&h, &rresp.base);
     return ssd;
 }
 

@@ -185,6 +185,19 @@ int raw_member_register_secret(raw_member *rm, const char *master_addr, const ch
     rm->node_id = r->node_id;
     rm->tomb_tag = r->tomb_tag;
     msg_free(m);
+    /* Every member reports after Register (no replicas, no pins here);
+     * the master serves nothing else before. */
+    Fx__RecoveryReportReq rep = FX__RECOVERY_REPORT_REQ__INIT;
+    rep.last = true;
+    m = raw_member_call(rm, MSG_RECOVERY_REPORT, &rep.base, 15000);
+    if (!m || msg_status(m)) {
+        fprintf(stderr, "raw_member: RecoveryReport failed: %s\n", m ? msg_detail(m) : "no answer");
+        msg_free(m);
+        close(rm->fd);
+        rm->fd = -1;
+        return -1;
+    }
+    msg_free(m);
     raw_member_poll(rm, 50);
     return 0;
 }
