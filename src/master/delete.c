@@ -19,13 +19,21 @@ void master_on_delete(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx
 {
     route *r = route_find(&m->routes, req->key.data, req->key.len);
     if (!r) {
-        net_reply_error(c, h, FX_ENOTFOUND, "KeyNotFound");
+        /* Not found still means "no version after this": an owner that
+         * has not acknowledged an eviction of the key must first forget it. */
+        index_wait *w = master_index_wait_new(m);
+        master_index_wait_key(m, w, (const char *)req->key.data, req->key.len, mb->node_id);
+        Fx__DeleteResp nf = FX__DELETE_RESP__INIT;
+        nf.status = FX_ENOTFOUND;
+        nf.detail = "KeyNotFound";
+        master_index_wait_reply(m, w, c, h, &nf.base);
         return;
     }
     route_table_remove(&m->routes, r);
     master_invalidate_route(m, r);
     index_wait *w = master_index_wait_new(m);
     master_index_drop_route(m, r, w, mb->node_id);
+    master_index_wait_key(m, w, r->key, r->klen, mb->node_id);
     master_index_wait_reply(m, w, c, h, &((Fx__DeleteResp)FX__DELETE_RESP__INIT).base);
     route_unref(r);
 }

@@ -26,6 +26,17 @@ struct index_op {
     uint64_t offset, len;
 };
 
+/* A drop queued for a member and not acknowledged yet: the key's later
+ * delete or overwrite waits for it (the member may still hold the dropped
+ * version although the route no longer names it: an eviction). One per key
+ * per member, the newest; the table's order is batch order. */
+typedef struct unacked_drop {
+    char *key;
+    size_t klen;
+    uint64_t seq;
+    UT_hash_handle hh;
+} unacked_drop;
+
 typedef struct wait_on {
     uint32_t node_id;
     uint64_t tomb_tag;
@@ -45,6 +56,52 @@ struct index_wait {
     struct index_wait *next;
 };
 
+static void note_unacked_drop(member *mb, const char *key, size_t klen)
+{
+    unacked_drop *d;
+    HASH_FIND(hh, mb->unacked_drops, key, klen, d);
+    if (d) {
+        HASH_DEL(mb->unacked_drops, d); /* re-added last: the table stays in batch order */
+    } else {
+        d = calloc(1, sizeof *d);
+        if (!d || !(d->key = fx_memdup(key, klen))) {
+            free(d);
+            FX_LOG_LIMITED(ERROR, "out of memory: a later delete of a key may not wait for "
+                                  "member %u's eviction of it", mb->node_id);
+            return;
+        }
+        d->klen = klen;
+    }
+    d->seq = mb->index_seq;
+    HASH_ADD_KEYPTR(hh, mb->unacked_drops, d->key, d->klen, d);
+}
+
+/* Forgets mb's drops acknowledged up to seq (all of them with UINT64_MAX). */
+static void clear_unacked_drops(member *mb, uint64_t seq)
+{
+    unacked_drop *d, *tmp;
+    HASH_ITER(hh, mb->unacked_drops, d, tmp) {
+        if (d->seq > seq)
+            break;
+        HASH_DEL(mb->unacked_drops, d);
+        free(d->key);
+        free(d);
+    }
+}
+
+void master_index_wait_key(master *m, index_wait *w, const char *key, size_t klen, uint32_t skip)
+{
+    member *mb, *tmp;
+    HASH_ITER(hh, m->members, mb, tmp) {
+        unacked_drop *d;
+        if (mb->node_id == skip || !mb->unacked_drops)
+            continue;
+        HASH_FIND(hh, mb->unacked_drops, key, klen, d);
+        if (d)
+            master_index_wait_on(w, mb);
+    }
+}
+
 static void queue_op(member *mb, int kind, const char *key, size_t klen, put_id pid,
                      uint64_t offset, uint64_t len)
 {
@@ -63,6 +120,8 @@ static void queue_op(member *mb, int kind, const char *key, size_t klen, put_id 
         (struct index_op){.kind = kind, .key = k, .klen = klen, .pid = pid, .offset = offset,
                           .len = len};
     mb->batch_dirty = true;
+    if (kind != FX__INDEX_OP__KIND__PUBLISH)
+        note_unacked_drop(mb, key, klen);
     return;
 oom:
     FX_LOG_LIMITED(ERROR, "out of memory queueing a replica-index op for member %u", mb->node_id);
@@ -257,12 +316,14 @@ void master_index_ops_drop(member *mb)
     free(mb->pending_ops);
     mb->pending_ops = NULL;
     mb->n_pending_ops = mb->cap_pending_ops = 0;
+    clear_unacked_drops(mb, UINT64_MAX);
 }
 
 void master_index_acked(master *m, member *mb, uint64_t seq)
 {
     if (seq > mb->index_acked)
         mb->index_acked = seq;
+    clear_unacked_drops(mb, mb->index_acked);
     release_done(m);
 }
 

@@ -47,6 +47,12 @@ void master_index_drop_memory(member *mb, const char *key, size_t klen, put_id p
 typedef struct index_wait index_wait;
 void master_index_drop_route(master *m, route *r, index_wait *w, uint32_t skip);
 
+/* Adds to w every owner but skip with a drop of key not yet acknowledged
+ * (an eviction, an expired lease, a stale version found by recovery): the
+ * key's delete or new version must not be answered while an owner may still
+ * report an older one. */
+void master_index_wait_key(master *m, index_wait *w, const char *key, size_t klen, uint32_t skip);
+
 /* A reply that may have to wait. */
 index_wait *master_index_wait_new(master *m);
 /* w waits for mb's batch being filled now (forcing one to be sent). */
@@ -68,7 +74,7 @@ void master_index_member_gone(master *m, uint32_t node_id);
 /* A member that left a batch a reply waits for unanswered past
  * INDEX_ACK_TIMEOUT_MS (the sweep makes it leave), or NULL. */
 member *master_index_overdue(master *m);
-/* Frees mb's queued ops (mb is leaving). */
+/* Frees mb's queued ops and unacknowledged drops (mb is leaving). */
 void master_index_ops_drop(member *mb);
 /* At shutdown: the parked replies are dropped unanswered. */
 void master_index_waits_free(master *m);

@@ -52,6 +52,7 @@ typedef struct member {
     bool batch_dirty;     /* a batch must go out at the next flush (ops, or a reply waits) */
     uint64_t index_seq;   /* the number of the batch being filled (starts at 1) */
     uint64_t index_acked; /* the highest batch number the owner acknowledged */
+    struct unacked_drop *unacked_drops; /* index_sync.c: by key, in batch order */
     bool recovering; /* recovery.c: took its identity back; its replicas are taken */
     bool ready;      /* recovery.c: its report ended; placement may choose it */
     struct report_range *report_ranges; /* recovery.c: ranges its report created */

@@ -222,6 +222,7 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         master_invalidate_route(m, old);
         master_index_drop_route(m, old, w, mb->node_id);
     }
+    master_index_wait_key(m, w, r->key, r->klen, mb->node_id);
     master_index_wait_reply(m, w, c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
     if (persist) /* after the answer: the public put does not wait for the SSD */
         master_ssd_persist(m, r->key, r->klen, r->pid, target->node_id, target_alloc);

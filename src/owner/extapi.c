@@ -133,8 +133,11 @@ static void on_delete_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     ext_call *x = ud;
     owner_forget_key(x->o, x->key, x->klen);
+    /* Deleted or not found: no version of the key is ours to report any more,
+     * and our index learns it before our client hears of it. */
+    if (!status && (msg_status(msg) == 0 || msg_status(msg) == FX_ENOTFOUND))
+        owner_index_deleted(x->o, x->key, x->klen);
     if (!ext_forward_failure(x, status, msg, "Delete")) {
-        owner_index_deleted(x->o, x->key, x->klen); /* before our client hears of it */
         if (net_conn_is_open(x->conn))
             net_reply(x->conn, &x->hdr,
                       &((Fx__ExternalDeleteResp)FX__EXTERNAL_DELETE_RESP__INIT).base);
