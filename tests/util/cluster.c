@@ -5,7 +5,9 @@
  * owner then gets a YAML file with that address and is ready when it answers
  * a ping on its client socket. Owners start side by side and are waited for
  * together; stopping sends SIGTERM to every owner first (each deregisters
- * from a master that is still there), then to the master.
+ * from a master that is still there), then to the master. The master's
+ * command line is kept in the test_cluster, so that a restart runs the same
+ * one on the address the first master bound.
  */
 #include "cluster.h"
 #include "net/auth_key.h"
@@ -105,6 +107,10 @@ bool cluster_log_contains(const char *path, const char *needle)
 void cluster_dump_logs(const test_cluster *tc)
 {
     char p[512];
+    for (int k = 0; k < tc->master_restarts; k++) {
+        snprintf(p, sizeof p, "%s/master.%d.log", tc->dir, k);
+        cluster_print_log_tail(p);
+    }
     snprintf(p, sizeof p, "%s/master.log", tc->dir);
     cluster_print_log_tail(p);
     int n = tc->n_owners > 0 ? tc->n_owners : 1;
@@ -272,8 +278,8 @@ static int wait_owners_ready(test_cluster *tc, int first, int last)
         }
         if (waiting == 0)
             return 0;
-        int st;
-        if (waitpid(tc->master_pid, &st, WNOHANG) == tc->master_pid) {
+        int st; /* no master (killed): waitpid(0) would reap any child */
+        if (tc->master_pid > 0 && waitpid(tc->master_pid, &st, WNOHANG) == tc->master_pid) {
             tc->master_pid = 0;
             fprintf(stderr, "cluster: the master exited while the owners started\n");
             return -1;
@@ -342,6 +348,49 @@ int cluster_start_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
     return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args, owner_yaml);
 }
 
+int cluster_start_ssd_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
+                           uint64_t ssd_size, const char *const *master_args,
+                           const char *owner_yaml)
+{
+    return start_cluster(tc, n_owners, memory_size, ssd_size, NULL, master_args, owner_yaml);
+}
+
+/* Appends one argument to the master's kept command line. Returns 0, or -1
+ * after saying why (too long; too many is not an error: the caller stops). */
+static int add_master_arg(test_cluster *tc, const char *arg)
+{
+    if (strlen(arg) >= TEST_CLUSTER_ARG_MAX) {
+        fprintf(stderr, "cluster: master argument of %zu bytes (at most %d): %.60s...\n",
+                strlen(arg), TEST_CLUSTER_ARG_MAX - 1, arg);
+        return -1;
+    }
+    snprintf(tc->master_argv[tc->master_argc++], TEST_CLUSTER_ARG_MAX, "%s", arg);
+    return 0;
+}
+
+/* Starts fluxon-master with tc->master_argv and waits up to 10 s for the
+ * port file, removed first so that a file left by an earlier master is not
+ * taken for this one's; its line goes to addr. Returns 0, or -1 when the
+ * master did not write it (tc->master_pid is left set, for cluster_stop). */
+static int spawn_master(test_cluster *tc, char *addr, size_t cap)
+{
+    char port_file[512], log[512];
+    snprintf(port_file, sizeof port_file, "%s/master.addr", tc->dir);
+    snprintf(log, sizeof log, "%s/master.log", tc->dir);
+    unlink(port_file);
+    char *margv[TEST_CLUSTER_MAX_MASTER_ARGV + 1];
+    for (int i = 0; i < tc->master_argc; i++)
+        margv[i] = tc->master_argv[i];
+    margv[tc->master_argc] = NULL;
+    tc->master_pid = cluster_spawn(margv, log);
+    if (tc->master_pid < 0) {
+        fprintf(stderr, "cluster: cannot fork the master: %s\n", strerror(errno));
+        tc->master_pid = 0;
+        return -1;
+    }
+    return cluster_wait_port_file(port_file, tc->master_pid, addr, cap, 10000);
+}
+
 static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
                          const cluster_addrs *addrs, const char *const *master_args,
                          const char *owner_yaml)
@@ -373,31 +422,30 @@ static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, u
         snprintf(tc->sockets[i], sizeof tc->sockets[i], "%s/owner%d.sock", tc->dir, i);
     snprintf(tc->socket, sizeof tc->socket, "%s", tc->sockets[0]);
 
-    char port_file[512], log[512];
+    char port_file[512];
     snprintf(port_file, sizeof port_file, "%s/master.addr", tc->dir);
-    snprintf(log, sizeof log, "%s/master.log", tc->dir);
-    char mbin[512];
-    snprintf(mbin, sizeof mbin, "%s", cluster_bin("fluxon-master"));
-    char *listen = (char *)(addrs && addrs->master_listen ? addrs->master_listen : "127.0.0.1:0");
-    char *margv[24] = {mbin, "--listen", listen, "--port-file", port_file,
-                       "--cluster-name", "test", NULL};
-    int n_margs = 7;
+    const char *listen = addrs && addrs->master_listen ? addrs->master_listen : "127.0.0.1:0";
+    const char *const fixed[] = {cluster_bin("fluxon-master"), "--listen", listen, "--port-file",
+                                 port_file, "--cluster-name", "test"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (add_master_arg(tc, fixed[i]) < 0)
+            goto fail;
     /* FX_CLUSTER_SECRET=1: an authenticated cluster, as fluxon up makes. */
     const char *want_secret = getenv("FX_CLUSTER_SECRET");
     if (want_secret && strcmp(want_secret, "1") == 0) {
         snprintf(tc->secret_file, sizeof tc->secret_file, "%s/cluster.secret", tc->dir);
         if (auth_secret_create(tc->secret_file) < 0) {
             fprintf(stderr, "cluster: cannot create %s\n", tc->secret_file);
-            return -1;
+            goto fail;
         }
-        margv[n_margs++] = "--secret-file";
-        margv[n_margs++] = tc->secret_file;
+        if (add_master_arg(tc, "--secret-file") < 0 || add_master_arg(tc, tc->secret_file) < 0)
+            goto fail;
     }
-    for (int i = 0; master_args && master_args[i] && n_margs < 23; i++)
-        margv[n_margs++] = (char *)master_args[i];
-    tc->master_pid = cluster_spawn(margv, log);
-    if (cluster_wait_port_file(port_file, tc->master_pid, tc->master_addr,
-                               sizeof tc->master_addr, 10000) < 0) {
+    for (int i = 0; master_args && master_args[i] && tc->master_argc < TEST_CLUSTER_MAX_MASTER_ARGV - 1;
+         i++)
+        if (add_master_arg(tc, master_args[i]) < 0)
+            goto fail;
+    if (spawn_master(tc, tc->master_addr, sizeof tc->master_addr) < 0) {
         fprintf(stderr, "cluster: the master did not start\n");
         goto fail;
     }
@@ -442,6 +490,91 @@ int cluster_restart_owner(test_cluster *tc, int i)
         char p[512];
         snprintf(p, sizeof p, "%s/owner%d.log", tc->dir, i);
         cluster_print_log_tail(p);
+        return -1;
+    }
+    return 0;
+}
+
+bool cluster_owner_running(const test_cluster *tc, int i, char *why, size_t cap)
+{
+    if (why && cap)
+        why[0] = 0;
+    if (i < 0 || i >= tc->n_owners || tc->owner_pids[i] <= 0) {
+        if (why && cap)
+            snprintf(why, cap, "owner%d is not started (or was killed by the test)", i);
+        return false;
+    }
+    siginfo_t si = {0}; /* looked at, not reaped: cluster_stop still reports it */
+    if (waitid(P_PID, (id_t)tc->owner_pids[i], &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+        si.si_pid != tc->owner_pids[i])
+        return true;
+    if (why && cap)
+        snprintf(why, cap, "owner%d (pid %d) %s %d", i, (int)tc->owner_pids[i],
+                 si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
+                 si.si_status);
+    return false;
+}
+
+int cluster_kill_master(test_cluster *tc)
+{
+    if (tc->master_pid <= 0) {
+        fprintf(stderr, "cluster: the master is not running\n");
+        return -1;
+    }
+    pid_t pid = tc->master_pid;
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    tc->master_pid = 0;
+    tc->master_killed = true;
+    return 0;
+}
+
+/* The --listen of a restart: the host of the first master's --listen with
+ * the port its port file named (the one it bound, unless --advertise gave
+ * one), so "127.0.0.1:0" becomes tc->master_addr and "[::]:0" "[::]:PORT". */
+static int restart_listen(const test_cluster *tc, char *out, size_t cap)
+{
+    const char *first = tc->master_argv[2];
+    const char *host_end = strrchr(first, ':');
+    const char *port = strrchr(tc->master_addr, ':');
+    if (!host_end || !port || !port[1]) {
+        fprintf(stderr, "cluster: cannot tell the master's port from --listen %s, address %s\n",
+                first, tc->master_addr);
+        return -1;
+    }
+    snprintf(out, cap, "%.*s%s", (int)(host_end - first), first, port);
+    return 0;
+}
+
+int cluster_restart_master(test_cluster *tc)
+{
+    if (tc->master_argc < 3 || !tc->dir[0]) {
+        fprintf(stderr, "cluster: no master to restart (the cluster is not started)\n");
+        return -1;
+    }
+    if (tc->master_pid > 0 && cluster_kill_master(tc) < 0)
+        return -1;
+    char listen[TEST_CLUSTER_ARG_MAX];
+    if (restart_listen(tc, listen, sizeof listen) < 0)
+        return -1;
+    snprintf(tc->master_argv[2], TEST_CLUSTER_ARG_MAX, "%s", listen);
+    char log[512], kept[512];
+    snprintf(log, sizeof log, "%s/master.log", tc->dir);
+    snprintf(kept, sizeof kept, "%s/master.%d.log", tc->dir, tc->master_restarts);
+    if (rename(log, kept) == 0)
+        tc->master_restarts++;
+    tc->master_killed = false;
+    char addr[sizeof tc->master_addr];
+    if (spawn_master(tc, addr, sizeof addr) < 0) {
+        fprintf(stderr, "cluster: the restarted master did not write its port file (listen %s)\n",
+                listen);
+        cluster_print_log_tail(log);
+        return -1;
+    }
+    if (strcmp(addr, tc->master_addr) != 0) {
+        fprintf(stderr, "cluster: the restarted master is at %s, not %s\n", addr, tc->master_addr);
+        cluster_print_log_tail(log);
         return -1;
     }
     return 0;

@@ -8,7 +8,9 @@
  * The processes die with the thread that started them (PR_SET_PDEATHSIG) even
  * if the test crashes, so start and restart them from the main thread;
  * cluster_stop() terminates them, checks how they exited, and removes the
- * directory. A cluster the program leaves running when it exits (a REQUIRE
+ * directory. The master can be killed and started again on the address it
+ * first got (cluster_kill_master, cluster_restart_master), so that owners
+ * dialling that address find the new one. A cluster the program leaves running when it exits (a REQUIRE
  * failed) is killed and its directory removed at exit (testlib.h), so the
  * test_cluster must stay valid until cluster_stop().
  */
@@ -22,6 +24,11 @@
 #include "fluxon/fluxon.h"
 
 #define TEST_CLUSTER_MAX_OWNERS 8
+/* The most fluxon-master arguments a cluster keeps for restarts (the binary,
+ * the harness's own flags and the test's), each shorter than
+ * TEST_CLUSTER_ARG_MAX bytes; further test flags are dropped. */
+#define TEST_CLUSTER_MAX_MASTER_ARGV 24
+#define TEST_CLUSTER_ARG_MAX 300
 
 /* Where a cluster listens and how its members reach each other
  * (cluster_start_addrs). A NULL field keeps the default: the master on
@@ -52,6 +59,12 @@ typedef struct test_cluster {
     char data_listen[TEST_CLUSTER_MAX_OWNERS][80];
     char data_advertise[TEST_CLUSTER_MAX_OWNERS][80];
     char owner_yaml[512]; /* top-level lines added to each owner's YAML ("" none) */
+    /* The master's command line, kept for cluster_restart_master: argv[2] is
+     * the --listen value, which a restart replaces by the address first bound. */
+    char master_argv[TEST_CLUSTER_MAX_MASTER_ARGV][TEST_CLUSTER_ARG_MAX];
+    int master_argc;
+    bool master_killed;  /* by cluster_kill_master(), until it is restarted */
+    int master_restarts; /* DIR/master.<k>.log is incarnation k's log, k < this */
 } test_cluster;
 
 /* cluster_start_n with an SSD tier of ssd_size bytes per owner, in
@@ -64,6 +77,12 @@ int cluster_start_ssd(test_cluster *tc, int n_owners, uint64_t memory_size, uint
  * file, restarts included. */
 int cluster_start_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
                        const char *const *master_args, const char *owner_yaml);
+
+/* cluster_start_ssd with owner_yaml added to every owner's file (as
+ * cluster_start_yaml). */
+int cluster_start_ssd_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
+                           uint64_t ssd_size, const char *const *master_args,
+                           const char *owner_yaml);
 
 /* Starts a master and one owner with a memory_size-byte segment. Returns 0, or
  * -1 after printing why (with the logs) to stderr. */
@@ -101,10 +120,31 @@ int cluster_kill_owner(test_cluster *tc, int i);
  * its log); the cluster stays up either way and cluster_stop() is still
  * needed. */
 int cluster_restart_owner(test_cluster *tc, int i);
+/* True while owner i's process runs. When it has exited, false, with how
+ * (status or signal) written to why (cap bytes; may be NULL); the process
+ * is not reaped, so cluster_stop() still reports it. False also for an owner
+ * killed by cluster_kill_owner() or out of range. */
+bool cluster_owner_running(const test_cluster *tc, int i, char *why, size_t cap);
+/* Sends SIGKILL to the master and reaps it; the owners keep running.
+ * cluster_stop() does not count it as a failure, and a cluster whose master
+ * is killed and not restarted stops only its owners. Returns 0, or -1 when
+ * the master is not running. */
+int cluster_kill_master(test_cluster *tc);
+/* Starts the master again with the same arguments, listening on the same
+ * host and port as the first master bound (the host of its --listen, the
+ * port of its port file: tc->master_addr), and waits up to 10 s for its port
+ * file, which must name tc->master_addr again. A master still running is
+ * killed first. The previous incarnation's log is kept as DIR/master.<k>.log
+ * (k = 0 for the first master); the new one writes DIR/master.log. Owners
+ * are not waited for: they find the new master on their own. Returns 0, or
+ * -1 after printing why (with its log); either way the new master, if it
+ * runs, is stopped and its exit status checked by cluster_stop(). */
+int cluster_restart_master(test_cluster *tc);
 /* Stops every owner, then the master (SIGTERM, then SIGKILL after 10 s).
  * Returns 0 when each of them exited cleanly with status 0 (owners killed by
- * cluster_kill_owner() and not restarted are not counted), else -1 (and
- * prints their logs). */
+ * cluster_kill_owner() and a master killed by cluster_kill_master(), not
+ * restarted, are not counted; a restarted master is), else -1 (and prints
+ * their logs). */
 int cluster_stop(test_cluster *tc);
 /* The node id of each of owners 0..n-1 ("owner<i>" in fx_stat) through
  * client c, into node_of. Returns 0, or -1 when stat fails or an owner is
