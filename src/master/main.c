@@ -40,11 +40,14 @@ static void usage(FILE *f)
                "                     [--max-connections N] [--handshake-timeout DURATION]\n"
                "                     [--receive-buffer-budget SIZE]\n"
                "                     [--log-level error|warn|info|debug] [--secret-file FILE]\n"
+               "                     [--etcd http://HOST:PORT[,...]] [--etcd-lease-ttl DURATION]\n"
                "defaults: --listen 127.0.0.1:7700, --cluster-name fluxon (it must match the\n"
                "owners' cluster_name), --heartbeat-interval 1s, --inflight-ttl 60s,\n"
                "--max-connections 4096, --handshake-timeout 5s, --receive-buffer-budget 256MiB\n"
                "--secret-file: the cluster secret (>= 32 bytes, mode 0600) owners must prove;\n"
                "required when --listen is beyond loopback\n"
+               "--etcd: campaign for leadership on etcd; a standby serves nothing until the\n"
+               "leader's lease (--etcd-lease-ttl, default 2s) ends, then takes over\n"
                "HOST: a name, an IPv4 or an [IPv6] address; --advertise (required with a\n"
                "wildcard --listen such as 0.0.0.0 or [::]) is what the port file holds\n");
 }
@@ -92,6 +95,8 @@ int main(int argc, char **argv)
         {"receive-buffer-budget", required_argument, 0, 'R'},
         {"log-level", required_argument, 0, 'v'},
         {"secret-file", required_argument, 0, 'S'},
+        {"etcd", required_argument, 0, 'e'},
+        {"etcd-lease-ttl", required_argument, 0, 'L'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
     };
@@ -99,7 +104,7 @@ int main(int argc, char **argv)
         ['l'] = "listen", ['h'] = "http", ['a'] = "advertise", ['n'] = "cluster_name",
         ['t'] = "inflight_ttl", ['b'] = "heartbeat_timeout", ['v'] = "log_level",
         ['i'] = "heartbeat_interval", ['P'] = "placement", ['B'] = "cache_budget",
-        ['S'] = "secret_file",
+        ['S'] = "secret_file", ['e'] = "etcd", ['L'] = "etcd_lease_ttl",
         ['C'] = "max_connections", ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget",
     };
     fx_log_init("master");
@@ -176,7 +181,7 @@ int main(int argc, char **argv)
     uv_run(loop, UV_RUN_DEFAULT);
     master_free_state(&m);
     uv_loop_close(loop);
-    rc = 0;
+    rc = m.exit_code;
 out:
     master_config_free(&m.cfg);
     return rc;

@@ -76,6 +76,7 @@ typedef struct holding {
 typedef struct alloc_waiter alloc_waiter;
 typedef struct index_wait index_wait;
 typedef struct recovery recovery;
+typedef struct election election;
 
 typedef struct master {
     uv_loop_t *loop;
@@ -102,6 +103,10 @@ typedef struct master {
     uint32_t n_ssd_members; /* members.c: live members with an SSD tier (placement's SSD rule) */
     index_wait *index_waits;       /* index_sync.c: replies waiting for owners' indexes */
     recovery *recovery;            /* recovery.c: non-NULL during the recovery phase */
+    election *election;            /* election.c: with --etcd, NULL otherwise */
+    bool leading;                  /* election.c: won the election (always false without etcd) */
+    uint64_t term;                 /* election.c: our term as leader (0 without etcd) */
+    int exit_code;                 /* main's exit status once the loop ends */
     alloc_waiter *alloc_waiters;   /* alloc_wait.c: requests waiting for room */
     alloc_waiter *alloc_replaying; /* the waiter being replayed, if any */
     bool alloc_requeued;
@@ -144,6 +149,18 @@ int master_auth_setup(master *m, char *err, size_t errlen);
 member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
 void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__HeartbeatReq *req);
+
+/* election.c: leadership on etcd (--etcd) */
+/* Starts campaigning (a thread); advertised goes into the leader's key. */
+int master_election_start(master *m, const char *advertised, char *err, size_t errlen);
+/* Stops campaigning; a leader revokes its lease. Blocks for the thread. */
+void master_election_stop(master *m);
+/* True when this master may handle and send: always without etcd; with it,
+ * only while leading and before its lease's local deadline. */
+bool master_serving(const master *m);
+uint64_t election_mono_ms(void);
+/* server.c: the lease is gone: stop serving at once and exit 1. */
+void master_lost_leadership(master *m, const char *why);
 
 /* recovery.c */
 /* Enters the recovery phase (at start). */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "net/addr.h"
+#include "net/etcd_endpoints.h"
 
 #define MASTER_F(f) offsetof(master_config, f)
 
@@ -40,6 +41,8 @@ static const struct cfg_key master_keys[] = {
     {"receive_buffer_budget", CK_SIZE, MASTER_F(receive_buffer_budget), 0, 1, NULL},
     {"log_level", CK_LOGLEVEL, MASTER_F(log_level), 0, 0, NULL},
     {"secret_file", CK_STR_OPT, MASTER_F(secret_file), 0, 0, NULL},
+    {"etcd", CK_STR_OPT, MASTER_F(etcd), 0, 0, NULL},
+    {"etcd_lease_ttl", CK_DURATION, MASTER_F(etcd_lease_ttl_ms), 0, 1000, NULL},
 };
 
 /* heartbeat_timeout follows 3 x heartbeat_interval until it is given itself. */
@@ -68,6 +71,7 @@ void master_config_init(master_config *c)
     c->heartbeat_timeout_set = false;
     c->placement = PLACEMENT_RANDOM;
     c->cache_budget_pct = 80;
+    c->etcd_lease_ttl_ms = 2000;
     c->max_connections = 4096;
     c->handshake_timeout_ms = 5000;
     c->receive_buffer_budget = 256ull << 20;
@@ -129,6 +133,12 @@ int master_config_validate(const master_config *c, char *err, size_t errlen)
     if (c->placement < PLACEMENT_RANDOM || c->placement > PLACEMENT_REMOTE)
         return cfg_err(err, errlen, "placement: invalid policy %d (expected random|local|remote)",
                        c->placement);
+    if (c->etcd) {
+        etcd_endpoints eps;
+        char why[384];
+        if (etcd_endpoints_parse(c->etcd, &eps, why, sizeof why) < 0)
+            return cfg_err(err, errlen, "etcd: %s", why);
+    }
     return 0;
 }
 

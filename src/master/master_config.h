@@ -36,6 +36,12 @@
  *   secret_file: /etc/fluxon/cluster.secret # optional: the cluster secret every
  *                                           # owner proves at connect; required
  *                                           # when listen is beyond loopback
+ *   etcd: http://127.0.0.1:2379,http://...  # optional: campaign for leadership on
+ *                                           # these etcd endpoints (a standby serves
+ *                                           # nothing until it leads)
+ *   etcd_lease_ttl: 2s                      # optional, default 2s, >= 1s: the
+ *                                           # leader's lease; a dead leader is
+ *                                           # replaced this long after it died
  *
  * placement picks the owner of a put's memory replica: "random" (the spec's
  * policy: any owner with room), "local" (the requester's owner when it has
@@ -79,6 +85,8 @@ typedef struct master_config {
     uint64_t receive_buffer_budget; /* default 256 MiB, > 0 */
     int log_level;               /* -1: not set */
     char *secret_file;           /* default NULL: no authentication (loopback only) */
+    char *etcd;                  /* default NULL: no election; "http://HOST:PORT[,...]" */
+    uint64_t etcd_lease_ttl_ms;  /* default 2000, >= 1000 (whole seconds, rounded up) */
 } master_config;
 
 /* Fills defaults. */

@@ -102,6 +102,7 @@ member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__Regis
            (unsigned long long)req->segment_size, (unsigned long long)mb->tomb_tag);
     Fx__RegisterResp resp = FX__REGISTER_RESP__INIT;
     resp.recovering = mb->recovering;
+    resp.term = m->term;
     resp.node_id = mb->node_id;
     resp.tomb_tag = mb->tomb_tag;
     resp.heartbeat_ms = m->cfg.heartbeat_interval_ms > UINT32_MAX ? UINT32_MAX

@@ -27,12 +27,21 @@
 #include "master/members.h"
 #include "net/addr.h"
 
+static bool check_serving(master *m);
+
 static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
     master_conn *mc = net_conn_data(c);
     if (!mc)
         return; /* its master_conn could not be allocated: closing */
     master *m = mc->m;
+    if (!check_serving(m)) {
+        if (!m->stopping && !(h->flags & FRAME_RESPONSE))
+            net_reply_error(c, h, FX_EMASTER,
+                            "MasterUnavailable: this master is a standby (not the leader)");
+        net_conn_close(c);
+        return;
+    }
     member *mb = mc->mb;
     if (h->flags & FRAME_RESPONSE) {
         if (mb && mb->rpc && rpc_on_response(mb->rpc, h, msg))
@@ -187,7 +196,7 @@ static bool loop_stalled(master *m)
 static void on_sweep(uv_timer_t *t)
 {
     master *m = t->data;
-    if (loop_stalled(m))
+    if (loop_stalled(m) || !check_serving(m))
         return;
     master_sweep_inflight(m);
     master_sweep_leases(m);
@@ -205,7 +214,8 @@ static void on_sweep(uv_timer_t *t)
 
 static void on_check(uv_check_t *ch)
 {
-    master_flush_invalidations(ch->data);
+    if (check_serving(ch->data))
+        master_flush_invalidations(ch->data);
 }
 
 /* What the master tells others (the port file): advertise, its port 0 read
@@ -248,7 +258,8 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
         return -ENOMEM;
     }
     m->placement = placement_policy_for(m->cfg.placement);
-    master_recovery_begin(m); /* owners that outlived a previous master report first */
+    if (!m->cfg.etcd)
+        master_recovery_begin(m); /* owners that outlived a previous master report first */
     unsigned seed;
     if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
         FX_LOG(ERROR, "getrandom: cannot seed placement: %s", strerror(errno));
@@ -288,12 +299,40 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     uv_check_start(&m->flush_check, on_check);
     if (m->cfg.http && (err = http_start(m, m->cfg.http)) < 0)
         return err;
-    /* Last: the port file says that the master is ready, HTTP included. */
+    if (m->cfg.etcd) {
+        char why[512];
+        if (master_election_start(m, advertised, why, sizeof why) < 0) {
+            FX_LOG(ERROR, "%s", why);
+            return -EINVAL;
+        }
+    }
+    /* Last: the port file says that the master is ready, HTTP included (a
+     * standby is ready to take over). */
     if (port_file && (err = write_port_file(port_file, advertised)) < 0) {
         FX_LOG(ERROR, "cannot write port file %s: %s", port_file, strerror(-err));
         return err;
     }
     return 0;
+}
+
+void master_lost_leadership(master *m, const char *why)
+{
+    if (m->stopping)
+        return;
+    FX_LOG(ERROR, "lost leadership at term %llu: %s; stopping (a standby takes over)",
+           (unsigned long long)m->term, why);
+    m->exit_code = 1;
+    master_stop(m);
+}
+
+/* A leader whose lease ran out stops before it handles or sends anything. */
+static bool check_serving(master *m)
+{
+    if (master_serving(m))
+        return true;
+    if (m->leading)
+        master_lost_leadership(m, "its etcd lease ran out");
+    return false;
 }
 
 void master_free_state(master *m)
@@ -314,6 +353,7 @@ void master_stop(master *m)
     m->stopping = true;
     master_index_waits_free(m); /* parked replies go unanswered: their connections close now */
     master_recovery_free(m);
+    master_election_stop(m); /* a leader revokes its lease: a standby takes over at once */
     http_stop(m);
     net_listener_close(m->listener); /* closes every connection: members leave */
     uv_timer_stop(&m->sweep_timer);
