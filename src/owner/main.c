@@ -9,6 +9,7 @@
  *                [--large-limit-size S1,S2] [--log-level LEVEL]
  *                [--max-client-connections N] [--max-peer-connections N]
  *                [--handshake-timeout DUR] [--receive-buffer-budget SIZE]
+ *                [--master-wait DUR]
  *
  * Every YAML key can be given as a flag; flags override the file. Bad values
  * are startup errors naming the key, exit code 2; so is an SSD tier
@@ -43,7 +44,8 @@ static void usage(FILE *f)
                "                    [--large-limit-size S1,S2] [--use-hugepages true|false]\n"
                "                    [--log-level LEVEL]\n"
                "                    [--max-client-connections N] [--max-peer-connections N]\n"
-               "                    [--handshake-timeout DURATION] [--receive-buffer-budget SIZE]\n");
+               "                    [--handshake-timeout DURATION] [--receive-buffer-budget SIZE]\n"
+               "                    [--master-wait DURATION]\n");
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -99,6 +101,7 @@ int main(int argc, char **argv)
         {"max-peer-connections", required_argument, 0, 'Y'},
         {"handshake-timeout", required_argument, 0, 'T'},
         {"receive-buffer-budget", required_argument, 0, 'R'},
+        {"master-wait", required_argument, 0, 'W'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
     };
@@ -109,7 +112,7 @@ int main(int argc, char **argv)
         ['L'] = "fluxonkv_spec.large_limit_size", ['v'] = "log_level",
         ['H'] = "fluxonkv_spec.use_hugepages", ['D'] = "data_listen", ['A'] = "data_advertise",
         ['X'] = "max_client_connections", ['Y'] = "max_peer_connections",
-        ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget",
+        ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget", ['W'] = "master_wait",
     };
     fx_log_init("owner");
     signal(SIGPIPE, SIG_IGN);
