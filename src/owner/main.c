@@ -209,21 +209,30 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if (owner_master_wait_init(&o) < 0) {
+        fprintf(stderr, "fluxon-owner: out of memory\n");
+        rc = 1;
+        goto out;
+    }
     if (owner_master_connect(&o) < 0) {
         fprintf(stderr, "fluxon-owner: master: cannot connect to '%s'\n", o.cfg.master);
+        owner_master_wait_close(&o);
+        uv_run(o.loop, UV_RUN_NOWAIT); /* its close callback frees the queue */
         rc = 2;
         goto out;
     }
     uv_run(o.loop, UV_RUN_DEFAULT);
     /* Orderly teardown: stop the SSD tier taking work, close the master link
      * (pending SSD commits complete and release their guards) and every
-     * connection, run the loop until the close callbacks have freed their
-     * state and the last SSD job has completed, then close the SSD store. */
+     * connection, fail the client requests still waiting for a master, run
+     * the loop until the close callbacks have freed their state and the last
+     * SSD job has completed, then close the SSD store. */
     ssd_tier_shutdown(&o);
     if (o.ext_listener)
         net_listener_close(o.ext_listener);
     if (o.master)
         net_conn_close(o.master);
+    owner_master_wait_close(&o);
     if (o.dp)
         dp_engine_close(o.dp);
     uv_close((uv_handle_t *)&sig_term, NULL);

@@ -96,8 +96,12 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
     uint32_t hb = r->heartbeat_ms ? r->heartbeat_ms : 1000;
     uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
     ssd_tier_start(o);
-    if (owner_ext_listen(o) < 0)
+    if (owner_ext_listen(o) < 0) {
         owner_stop(o, 2); /* fluxonkv_spec.client_socket cannot be served */
+        return;
+    }
+    o->registered_once = true;
+    owner_master_ready(o); /* client requests reach the master from now on */
 }
 
 static void on_connect_retry(uv_timer_t *t)
@@ -286,9 +290,11 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
 static void on_master_close(net_conn *c)
 {
     owner *o = net_conn_data(c);
-    if (!o)
-        return; /* a connect that failed before net_connect_tcp returned: never ours */
+    if (!o || c != o->master)
+        return; /* a connect that failed (on_connected let it go), or never ours */
+    owner_master_lost(o);
     if (o->mrpc) {
+        rpc_fail_all(o->mrpc, FX_EMASTER);
         rpc_client_free(o->mrpc);
         o->mrpc = NULL;
     }
