@@ -183,8 +183,9 @@ void owner_master_ready(owner *o)
     uv_timer_stop(&w->timer);
     size_t sent = 0;
     waiting_call *c;
-    /* A callback run here may queue again only while the master is not ready
-     * (it went again meanwhile): then the loop ends with the calls left. */
+    /* A callback run here (a call past its deadline) may call
+     * owner_master_call again: that goes straight to the master. Should the
+     * master go again meanwhile, the loop ends and the rest keep waiting. */
     while (o->master_ready && o->mrpc && (c = pop(w))) {
         uint64_t now = uv_now(o->loop);
         if (c->deadline_ms <= now) {
