@@ -36,7 +36,8 @@ enum fx_error {
     FX_ESTALE = -11,    /* "Stale": the operation's version or member is gone */
     FX_EINTERNAL = -12, /* "InternalError" */
     FX_EAUTH = -13,     /* "AuthenticationFailed": the cluster secret did not match */
-    FX_EMASTER = -14,   /* "MasterUnavailable": no master answered within master_wait */
+    FX_EMASTER = -14,   /* "MasterUnavailable": the owner has no master (lost, not yet back)
+                         * for its master_wait; values already held stay readable */
 };
 
 enum fx_source {

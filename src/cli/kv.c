@@ -44,8 +44,13 @@ static const char *socket_path(const char *flag, char *buf, size_t cap)
 static int fx_fail(const char *cmd, int err)
 {
     const char *detail = fx_last_error_detail();
-    if (detail && *detail)
-        fprintf(stderr, "fluxon %s: %s: %s\n", cmd, fx_strerror(err), detail);
+    const char *name = fx_strerror(err);
+    size_t n = strlen(name);
+    /* Details from the owner often start with the name already. */
+    if (detail && strncmp(detail, name, n) == 0 && (detail[n] == ':' || detail[n] == 0))
+        fprintf(stderr, "fluxon %s: %s\n", cmd, detail);
+    else if (detail && *detail)
+        fprintf(stderr, "fluxon %s: %s: %s\n", cmd, name, detail);
     else
         fprintf(stderr, "fluxon %s: %s\n", cmd, fx_strerror(err));
     return CLI_FAIL;

@@ -21,6 +21,7 @@ const char *fx_strerror(int err)
     case FX_ESTALE: return "Stale";
     case FX_EINTERNAL: return "InternalError";
     case FX_EAUTH: return "AuthenticationFailed";
+    case FX_EMASTER: return "MasterUnavailable";
     default: return "Unknown";
     }
 }

@@ -17,7 +17,10 @@
  * replica of the route). A failed pull or refill sends GetRevoke and runs
  * GetStart again, at most GET_ATTEMPTS times in all; a half-written target is
  * never handed to an external. Every range of a plan is checked against this
- * segment first. A holder reports where its get's bytes came from: SSD for a
+ * segment first. GetStart and GetDone wait for a lost master (master_wait.c);
+ * a get whose plan came from a master link that has since dropped cannot be
+ * finished (GetDone) or revoked (GetRevoke) with the next master, whose get
+ * ids are its own: it fails with MasterUnavailable (master_epoch). A holder reports where its get's bytes came from: SSD for a
  * refill, memory otherwise (an owner-local cache hit included).
  */
 #include "owner/extcall.h"
@@ -90,15 +93,31 @@ static void fail_waiters(owner *o, pending_get *pg, int status, const char *deta
     pending_get_free(o, pg);
 }
 
+/* True when pg's get id came from the master link still up (the master that
+ * planned it still knows it). */
+static bool plan_is_current(owner *o, const pending_get *pg)
+{
+    return pg->epoch == o->master_epoch;
+}
+
 /* drop_ssd_source: the plan's SSD copy could not be read; the master clears
- * it from the route (if the route is still that version). */
-static void send_get_revoke(owner *o, uint64_t get_id, bool drop_ssd_source)
+ * it from the route (if the route is still that version). One-way, and
+ * dropped when the master that planned the get is gone. */
+static void send_get_revoke(owner *o, const pending_get *pg, bool drop_ssd_source)
 {
     Fx__GetRevokeReq rv = FX__GET_REVOKE_REQ__INIT;
-    rv.get_id = get_id;
+    rv.get_id = pg->get_id;
     rv.drop_ssd_source = drop_ssd_source;
-    if (o->mrpc)
+    if (o->mrpc && plan_is_current(o, pg))
         rpc_notify(o->mrpc, MSG_GET_REVOKE, &rv.base);
+}
+
+/* Fails every waiter of pg with the wording of a failed master call. */
+static void fail_master_call(owner *o, pending_get *pg, int status, const char *what)
+{
+    char detail[256];
+    ext_master_failure(detail, sizeof detail, status, what);
+    fail_waiters(o, pg, status, detail);
 }
 
 static void start_get(owner *o, pending_get *pg);
@@ -126,9 +145,12 @@ static void on_get_done_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     pending_get *pg = ud;
     owner *o = pg->o;
-    if (status || msg_status(msg)) {
-        fail_waiters(o, pg, status ? status : msg_status(msg),
-                     status ? "GetDone: master unreachable" : msg_detail(msg));
+    if (status) {
+        fail_master_call(o, pg, status, "GetDone");
+        return;
+    }
+    if (msg_status(msg)) {
+        fail_waiters(o, pg, msg_status(msg), msg_detail(msg));
         return;
     }
     Fx__GetDoneResp *r = (Fx__GetDoneResp *)msg;
@@ -137,11 +159,16 @@ static void on_get_done_resp(int status, ProtobufCMessage *msg, void *ud)
 
 static void send_get_done(owner *o, pending_get *pg)
 {
+    if (!plan_is_current(o, pg)) {
+        fail_waiters(o, pg, FX_EMASTER,
+                     "MasterUnavailable: GetDone: the master that planned this get was lost");
+        return;
+    }
     Fx__GetDoneReq gd = FX__GET_DONE_REQ__INIT;
     gd.get_id = pg->get_id;
-    if (!o->mrpc ||
-        rpc_call(o->mrpc, MSG_GET_DONE, &gd.base, OWNER_RPC_TIMEOUT_MS, on_get_done_resp, pg) < 0)
-        fail_waiters(o, pg, FX_ECONN, "master unreachable");
+    int r = owner_master_call(o, MSG_GET_DONE, &gd.base, on_get_done_resp, pg);
+    if (r < 0)
+        fail_master_call(o, pg, r, "GetDone");
 }
 
 static void on_pull_done(int status, const char *detail, void *ud)
@@ -152,8 +179,10 @@ static void on_pull_done(int status, const char *detail, void *ud)
         send_get_done(o, pg);
         return;
     }
-    send_get_revoke(o, pg->get_id, false);
-    if (pg->attempts < GET_ATTEMPTS && o->mrpc) {
+    send_get_revoke(o, pg, false);
+    /* Another round waits for a lost master like any GetStart (master_wait):
+     * never a busy loop, and GET_ATTEMPTS rounds at most. */
+    if (pg->attempts < GET_ATTEMPTS && !o->stopping) {
         FX_LOG(INFO, "pull for get %llu failed (%s); asking the master again",
                (unsigned long long)pg->get_id, detail);
         start_get(o, pg);
@@ -198,8 +227,8 @@ static void on_ssd_load_done(int rc, void *ud)
         return;
     }
     bool drop = rc != SSD_ENOMEM && rc != SSD_ECLOSED;
-    send_get_revoke(o, pg->get_id, drop);
-    if (pg->attempts < GET_ATTEMPTS && o->mrpc && !o->stopping) {
+    send_get_revoke(o, pg, drop);
+    if (pg->attempts < GET_ATTEMPTS && !o->stopping) {
         FX_LOG(INFO, "SSD refill for get %llu failed (%s); asking the master again",
                (unsigned long long)pg->get_id, ssd_tier_strerror(rc));
         start_get(o, pg);
@@ -208,7 +237,7 @@ static void on_ssd_load_done(int rc, void *ud)
     char msg[256];
     snprintf(msg, sizeof msg, "get: reading the value from the SSD tier failed %d times; last: %s",
              pg->attempts, ssd_tier_strerror(rc));
-    fail_waiters(o, pg, o->stopping || !o->mrpc ? FX_ECONN : FX_EINTERNAL, msg);
+    fail_waiters(o, pg, o->stopping ? FX_ECONN : FX_EINTERNAL, msg);
 }
 
 /* Runs an SSD plan: a local refill reads the SSD copy into the target on a
@@ -217,7 +246,7 @@ static void on_ssd_load_done(int rc, void *ud)
 static void start_ssd_refill(owner *o, pending_get *pg, const Fx__GetStartResp *r)
 {
     if (r->src_node_id != o->node_id) {
-        send_get_revoke(o, r->get_id, false);
+        send_get_revoke(o, pg, false);
         fail_waiters(o, pg, FX_ENOTSUP,
                      "an SSD plan naming another owner's copy must come completed by the master (done=true)");
         return;
@@ -243,13 +272,17 @@ static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     pending_get *pg = ud;
     owner *o = pg->o;
-    if (status || msg_status(msg)) {
-        fail_waiters(o, pg, status ? status : msg_status(msg),
-                     status ? "GetStart: master unreachable" : msg_detail(msg));
+    if (status) {
+        fail_master_call(o, pg, status, "GetStart");
+        return;
+    }
+    if (msg_status(msg)) {
+        fail_waiters(o, pg, msg_status(msg), msg_detail(msg));
         return;
     }
     Fx__GetStartResp *r = (Fx__GetStartResp *)msg;
     pg->get_id = r->get_id;
+    pg->epoch = o->master_epoch; /* the link this answer came on is up */
     pg->offset = r->target_offset;
     pg->len = r->len;
     pg->source = r->source_kind == FX_SRC_SSD ? FX_SRC_SSD : FX_SRC_MEMORY;
@@ -268,7 +301,7 @@ static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
         return;
     }
     if (!plan_ok(o, r)) {
-        send_get_revoke(o, r->get_id, false);
+        send_get_revoke(o, pg, false);
         FX_LOG(ERROR, "master planned a get this owner cannot serve (mode %d, source node %u, "
                       "target %llu+%llu)",
                r->mode, r->src_node_id, (unsigned long long)pg->offset, (unsigned long long)pg->len);
@@ -297,9 +330,9 @@ static void start_get(owner *o, pending_get *pg)
     pg->attempts++;
     Fx__GetStartReq gs = FX__GET_START_REQ__INIT;
     gs.key = (ProtobufCBinaryData){.len = pg->klen, .data = (uint8_t *)pg->key};
-    if (!o->mrpc ||
-        rpc_call(o->mrpc, MSG_GET_START, &gs.base, OWNER_RPC_TIMEOUT_MS, on_get_start_resp, pg) < 0)
-        fail_waiters(o, pg, FX_ECONN, "master unreachable");
+    int r = owner_master_call(o, MSG_GET_START, &gs.base, on_get_start_resp, pg);
+    if (r < 0)
+        fail_master_call(o, pg, r, "GetStart");
 }
 
 void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *req)

@@ -11,7 +11,9 @@
  * returns only after PutDone answered. A failed or timed-out push sends
  * PutRevoke and the external gets the transfer's error. Every range in a plan
  * is checked against this segment before it is handed out, and a connection
- * that closes with puts started and not ended has them revoked.
+ * that closes with puts started and not ended has them revoked. PutStart,
+ * PutDone and an abort's PutRevoke wait for a lost master (master_wait.c);
+ * the one-way PutRevokes are dropped while there is none.
  */
 #include "owner/extcall.h"
 
@@ -154,10 +156,9 @@ void ext_on_put_start(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPu
     ps.len = req->len;
     ps.source_node_id = o->node_id;
     ps.options = req->options; /* lease and reject_* options go to the master as given */
-    if (rpc_call(o->mrpc, MSG_PUT_START, &ps.base, OWNER_RPC_TIMEOUT_MS, on_put_start_resp, x) < 0) {
-        net_reply_error(ec->conn, h, FX_ECONN, "master unreachable");
-        ext_call_free(x);
-    }
+    int r = owner_master_call(o, MSG_PUT_START, &ps.base, on_put_start_resp, x);
+    if (r < 0)
+        on_put_start_resp(r, NULL, x);
 }
 
 static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
@@ -188,26 +189,21 @@ static void finish_put(ext_call *x, bool abort)
     pid.time_ms = p->time_ms;
     pid.version = p->version;
     ProtobufCBinaryData key = {.len = p->klen, .data = (uint8_t *)p->key};
-    int r = -1;
+    int r;
     p->aborting = abort;
     if (abort) {
         Fx__PutRevokeReq rv = FX__PUT_REVOKE_REQ__INIT;
         rv.key = key;
         rv.put_id = &pid;
-        if (o->mrpc)
-            r = rpc_call(o->mrpc, MSG_PUT_REVOKE, &rv.base, OWNER_RPC_TIMEOUT_MS, on_put_end_resp, x);
+        r = owner_master_call(o, MSG_PUT_REVOKE, &rv.base, on_put_end_resp, x);
     } else {
         Fx__PutDoneReq pd = FX__PUT_DONE_REQ__INIT;
         pd.key = key;
         pd.put_id = &pid;
-        if (o->mrpc)
-            r = rpc_call(o->mrpc, MSG_PUT_DONE, &pd.base, OWNER_RPC_TIMEOUT_MS, on_put_end_resp, x);
+        r = owner_master_call(o, MSG_PUT_DONE, &pd.base, on_put_end_resp, x);
     }
-    if (r < 0) {
-        if (net_conn_is_open(x->conn))
-            net_reply_error(x->conn, &x->hdr, FX_ECONN, "master unreachable");
-        put_call_free(x);
-    }
+    if (r < 0)
+        on_put_end_resp(r, NULL, x);
 }
 
 static void on_push_done(int status, const char *detail, void *ud)

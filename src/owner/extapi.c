@@ -8,7 +8,10 @@
  * (wraps Delete), ExternalDeleteAck (releases holders), ping, stat, and
  * KeyInfo / Lease (forwarded to the master as they are). When
  * a session connection closes, every holder of that external is released;
- * when any connection closes, its started puts are revoked.
+ * when any connection closes, its started puts are revoked. The socket is
+ * served from the first registration on, also while the master is lost:
+ * holders, the get cache, acks and pings need no master, and requests that
+ * do wait for one (master_wait.c), then fail with MasterUnavailable.
  *
  * Strangers: a connection is refused at accept when its peer's credentials
  * do not pass client_access.h, and until its ExternalHello it may send
@@ -156,10 +159,9 @@ static void on_delete(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalDe
     }
     Fx__DeleteReq d = FX__DELETE_REQ__INIT;
     d.key = req->key;
-    if (rpc_call(o->mrpc, MSG_DELETE, &d.base, OWNER_RPC_TIMEOUT_MS, on_delete_resp, x) < 0) {
-        net_reply_error(ec->conn, h, FX_ECONN, "master unreachable");
-        ext_call_free(x);
-    }
+    int r = owner_master_call(o, MSG_DELETE, &d.base, on_delete_resp, x);
+    if (r < 0)
+        on_delete_resp(r, NULL, x);
 }
 
 static void on_delete_ack(owner *o, ext_conn *ec, Fx__ExternalDeleteAckReq *req)
@@ -199,10 +201,9 @@ static void on_stat(owner *o, ext_conn *ec, const frame_hdr *h)
         net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
         return;
     }
-    if (rpc_call(o->mrpc, MSG_STAT, &req.base, OWNER_RPC_TIMEOUT_MS, on_stat_resp, x) < 0) {
-        net_reply_error(ec->conn, h, FX_ECONN, "master unreachable");
-        ext_call_free(x);
-    }
+    int r = owner_master_call(o, MSG_STAT, &req.base, on_stat_resp, x);
+    if (r < 0)
+        on_stat_resp(r, NULL, x);
 }
 
 /* KeyInfo and Lease: the external's request goes to the master as it is and
@@ -223,10 +224,9 @@ static void forward_to_master(owner *o, ext_conn *ec, const frame_hdr *h, uint16
         net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
         return;
     }
-    if (rpc_call(o->mrpc, master_type, req, OWNER_RPC_TIMEOUT_MS, on_forward_resp, x) < 0) {
-        net_reply_error(ec->conn, h, FX_ECONN, "master unreachable");
-        ext_call_free(x);
-    }
+    int r = owner_master_call(o, master_type, req, on_forward_resp, x);
+    if (r < 0)
+        on_forward_resp(r, NULL, x);
 }
 
 static void on_key_info(owner *o, ext_conn *ec, const frame_hdr *h, Fx__KeyInfoReq *req)
@@ -263,10 +263,6 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     }
     if (ec->s->dead) {
         net_reply_error(c, h, FX_ECONN, "the external's session connection is closed");
-        return;
-    }
-    if (!o->registered) {
-        net_reply_error(c, h, FX_ECONN, "owner is not connected to the master");
         return;
     }
     switch (h->type) {

@@ -6,10 +6,12 @@
  * An ext_call keeps what answering later needs: the connection (referenced,
  * so that it outlives a close; the answer goes only to a connection still
  * open), the request's header and a copy of the key. A failed master call is
- * forwarded to the external here, in one wording for every request.
+ * forwarded to the external here, in one wording for every request; without
+ * a master (FX_EMASTER) that wording starts "MasterUnavailable:".
  */
 #include "owner/extcall.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/memdup.h"
@@ -40,12 +42,32 @@ void ext_call_free(ext_call *x)
     free(x);
 }
 
+void ext_master_failure(char *buf, size_t cap, int status, const char *what)
+{
+    switch (status) {
+    case FX_EMASTER:
+        snprintf(buf, cap, "MasterUnavailable: %s: the owner has no master (lost; it waited "
+                           "master_wait for one)", what);
+        break;
+    case FX_ETIMEDOUT:
+        snprintf(buf, cap, "%s: master did not answer in time", what);
+        break;
+    case FX_ENOMEM:
+        snprintf(buf, cap, "%s: out of memory", what);
+        break;
+    default:
+        snprintf(buf, cap, "%s: master unreachable (%s)", what, fx_strerror(status));
+    }
+}
+
 bool ext_forward_failure(ext_call *x, int status, ProtobufCMessage *resp, const char *what)
 {
     if (status) {
-        if (net_conn_is_open(x->conn))
-            net_reply_error(x->conn, &x->hdr, status, "%s: master %s", what,
-                            status == FX_ETIMEDOUT ? "did not answer in time" : "unreachable");
+        if (net_conn_is_open(x->conn)) {
+            char detail[256];
+            ext_master_failure(detail, sizeof detail, status, what);
+            net_reply_error(x->conn, &x->hdr, status, "%s", detail);
+        }
         return true;
     }
     int st = msg_status(resp);

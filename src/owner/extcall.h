@@ -33,8 +33,15 @@ typedef struct ext_call {
 ext_call *ext_call_new(owner *o, net_conn *c, const frame_hdr *h, const void *key, size_t klen);
 /* Drops the connection's reference and frees x; x->put is left to ext_put.c. */
 void ext_call_free(ext_call *x);
-/* Forwards a failed master call to the external: transport errors and the
- * master's own status with its detail. Returns true when it replied. */
+/* The detail an external gets when the master call for request `what`
+ * ("PutStart", ...) failed with status (rpc_cb's status, or an error
+ * owner_master_call returned): FX_EMASTER reads "MasterUnavailable: <what>:
+ * ...". Written into buf (cap bytes, truncated). */
+void ext_master_failure(char *buf, size_t cap, int status, const char *what);
+/* Forwards a failed master call to the external: transport errors (worded by
+ * ext_master_failure) and the master's own status with its detail. Returns
+ * true when the call failed (the external, if still connected, has its
+ * answer), false when resp is a success for the caller to use. */
 bool ext_forward_failure(ext_call *x, int status, ProtobufCMessage *resp, const char *what);
 /* Replies FX_EINVAL and returns false unless the key length is 1..MAX_KEY_LEN. */
 bool ext_valid_key(net_conn *c, const frame_hdr *h, const ProtobufCBinaryData *key);

@@ -7,8 +7,11 @@
  * the ids go to the master as one BatchDeleteAck (one-way) every
  * OWNER_ACK_BATCH ids or on the next timer tick (1 ms), whichever comes
  * first; master_link.c also flushes at once after the master's invalidation
- * (an eviction may be waiting for the bytes dropped there). Without a
- * registered master link nothing is sent and the ids stay queued.
+ * (an eviction may be waiting for the bytes dropped there). The ids name
+ * holdings of the master this owner is registered with: while there is no
+ * master ready (lost, reconnecting) they are dropped, and those queued when
+ * the link drops go too (owner_holder_ack_drop): a restarted master numbers
+ * its holdings afresh, and an old id could release one of its own.
  */
 #include "owner/owner.h"
 
@@ -22,7 +25,7 @@
 void owner_holder_ack_flush(owner *o)
 {
     uv_timer_stop(&o->ack_timer);
-    if (!o->n_acks || !o->registered || !o->mrpc)
+    if (!o->n_acks || !o->registered || !o->master_ready || !o->mrpc)
         return;
     Fx__BatchDeleteAckReq req = FX__BATCH_DELETE_ACK_REQ__INIT;
     req.n_holder_ids = o->n_acks;
@@ -40,6 +43,11 @@ void owner_ack_holder(owner *o, uint64_t master_holder_id)
 {
     if (!master_holder_id)
         return; /* a pin the master never numbered */
+    if (!o->master_ready) {
+        FX_LOG(DEBUG, "holder %llu released while no master is ready; not acknowledged",
+               (unsigned long long)master_holder_id);
+        return;
+    }
     if (o->n_acks == o->cap_acks) {
         size_t cap = o->cap_acks ? o->cap_acks * 2 : OWNER_ACK_BATCH;
         uint64_t *n = realloc(o->acks, cap * sizeof *n);
@@ -58,9 +66,13 @@ void owner_ack_holder(owner *o, uint64_t master_holder_id)
         uv_timer_start(&o->ack_timer, on_ack_timer, 1, 0);
 }
 
-void owner_holder_ack_discard(owner *o)
+void owner_holder_ack_drop(owner *o)
 {
+    if (o->n_acks)
+        FX_LOG(INFO, "dropping %zu holder ack(s) meant for the lost master", o->n_acks);
     o->n_acks = 0;
+    if (uv_is_active((uv_handle_t *)&o->ack_timer))
+        uv_timer_stop(&o->ack_timer);
 }
 
 void owner_holder_ack_init(owner *o)

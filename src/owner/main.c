@@ -9,6 +9,7 @@
  *                [--large-limit-size S1,S2] [--log-level LEVEL]
  *                [--max-client-connections N] [--max-peer-connections N]
  *                [--handshake-timeout DUR] [--receive-buffer-budget SIZE]
+ *                [--master-wait DUR]
  *
  * Every YAML key can be given as a flag; flags override the file. Bad values
  * are startup errors naming the key, exit code 2; so is an SSD tier
@@ -44,7 +45,8 @@ static void usage(FILE *f)
                "                    [--large-limit-size S1,S2] [--use-hugepages true|false]\n"
                "                    [--log-level LEVEL]\n"
                "                    [--max-client-connections N] [--max-peer-connections N]\n"
-               "                    [--handshake-timeout DURATION] [--receive-buffer-budget SIZE]\n");
+               "                    [--handshake-timeout DURATION] [--receive-buffer-budget SIZE]\n"
+               "                    [--master-wait DURATION]\n");
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -101,6 +103,7 @@ int main(int argc, char **argv)
         {"max-peer-connections", required_argument, 0, 'Y'},
         {"handshake-timeout", required_argument, 0, 'T'},
         {"receive-buffer-budget", required_argument, 0, 'R'},
+        {"master-wait", required_argument, 0, 'W'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
     };
@@ -111,7 +114,7 @@ int main(int argc, char **argv)
         ['L'] = "fluxonkv_spec.large_limit_size", ['v'] = "log_level",
         ['H'] = "fluxonkv_spec.use_hugepages", ['D'] = "data_listen", ['A'] = "data_advertise",
         ['X'] = "max_client_connections", ['Y'] = "max_peer_connections",
-        ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget",
+        ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget", ['W'] = "master_wait",
     };
     fx_log_init("owner");
     signal(SIGPIPE, SIG_IGN);
@@ -214,21 +217,30 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if (owner_master_wait_init(&o) < 0) {
+        fprintf(stderr, "fluxon-owner: out of memory\n");
+        rc = 1;
+        goto out;
+    }
     if (owner_master_connect(&o) < 0) {
         fprintf(stderr, "fluxon-owner: master: cannot connect to '%s'\n", o.cfg.master);
+        owner_master_wait_close(&o);
+        uv_run(o.loop, UV_RUN_NOWAIT); /* its close callback frees the queue */
         rc = 2;
         goto out;
     }
     uv_run(o.loop, UV_RUN_DEFAULT);
     /* Orderly teardown: stop the SSD tier taking work, close the master link
      * (pending SSD commits complete and release their guards) and every
-     * connection, run the loop until the close callbacks have freed their
-     * state and the last SSD job has completed, then close the SSD store. */
+     * connection, fail the client requests still waiting for a master, run
+     * the loop until the close callbacks have freed their state and the last
+     * SSD job has completed, then close the SSD store. */
     ssd_tier_shutdown(&o);
     if (o.ext_listener)
         net_listener_close(o.ext_listener);
     if (o.master)
         net_conn_close(o.master);
+    owner_master_wait_close(&o);
     if (o.dp)
         dp_engine_close(o.dp);
     uv_close((uv_handle_t *)&sig_term, NULL);

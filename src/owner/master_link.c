@@ -12,10 +12,25 @@
  * the pair key it shares with each. Heartbeats carry the hit counters and the SSD
  * tier's capacity and use.
  *
- * Losing the master after registration stops the owner: a new master would
- * hand out ranges of this segment that local externals may still be reading,
- * so continuing would risk corrupt holders. A supervisor restarts the owner
- * (new incarnation, empty segment).
+ * Owners outlive the master (docs/decisions.md). When the link drops after
+ * registration the owner keeps its node id and incarnation, its segment, SSD
+ * tier, client socket, sessions and holders as they are, and reconnects with
+ * a backoff (RECONNECT_MIN_MS doubling to RECONNECT_MAX_MS) for as long as it
+ * runs; only the very first registration has a deadline
+ * (CONNECT_DEADLINE_MS, then exit 1). Meanwhile client requests that need
+ * the master wait in master_wait.c (at most master_wait, then
+ * MasterUnavailable), calls in flight to the lost master fail with
+ * MasterUnavailable, heartbeats stop, and one-way reports are dropped (they
+ * describe the old master's state). Holders stay readable: their bytes are
+ * in this segment. A master that refuses us on a reconnect (authentication,
+ * InvalidArgument) still stops the owner with exit 2.
+ *
+ * After every Register the owner reports to the master (recovery_report.c):
+ * its replica index when the master takes its identity back (a restarted or
+ * new leader recovering), and the ranges still in use here; client requests
+ * reach the master only once that report is answered. A lost link also
+ * aborts our data-plane transfers (pushes into peers' ranges that a new
+ * master may hand out).
  */
 #include "owner/owner.h"
 
@@ -31,8 +46,13 @@
 #include "owner/dataplane/dataplane.h"
 #include "owner/ssd_tier.h"
 
+/* Before the first registration: a retry every CONNECT_RETRY_MS, for
+ * CONNECT_DEADLINE_MS in all. */
 #define CONNECT_RETRY_MS 100u
 #define CONNECT_DEADLINE_MS 30000u
+/* After a loss: RECONNECT_MIN_MS, doubling up to RECONNECT_MAX_MS, forever. */
+#define RECONNECT_MIN_MS 100u
+#define RECONNECT_MAX_MS 1000u
 
 static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg);
 static void on_master_close(net_conn *c);
@@ -71,54 +91,121 @@ static void on_heartbeat_timer(uv_timer_t *t)
     rpc_call(o->mrpc, MSG_HEARTBEAT, &req.base, OWNER_RPC_TIMEOUT_MS, on_heartbeat_resp, o);
 }
 
-/* The master has our report: we may serve. */
+static void on_connect_retry(uv_timer_t *t);
+
+/* Schedules the next connection attempt: before the first registration every
+ * CONNECT_RETRY_MS until its deadline (then the owner stops, exit 1); after
+ * it with the reconnect backoff, for as long as the owner runs. why says what
+ * failed. */
+static void schedule_connect(owner *o, const char *why)
+{
+    if (o->stopping)
+        return;
+    if (!o->registered_once) {
+        if (uv_now(o->loop) >= o->connect_deadline_ms) {
+            FX_LOG(ERROR, "cannot connect to master %s: %s", o->cfg.master, why);
+            owner_stop(o, 1);
+            return;
+        }
+        uv_timer_start(&o->connect_timer, on_connect_retry, CONNECT_RETRY_MS, 0);
+        return;
+    }
+    uint64_t delay = o->reconnect_ms ? o->reconnect_ms : RECONNECT_MIN_MS;
+    o->reconnect_ms = delay * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : delay * 2;
+    FX_LOG(DEBUG, "master %s: %s; reconnecting in %llu ms", o->cfg.master, why,
+           (unsigned long long)delay);
+    uv_timer_start(&o->connect_timer, on_connect_retry, delay, 0);
+}
+
+static void on_connect_retry(uv_timer_t *t)
+{
+    owner *o = t->data;
+    if (o->stopping)
+        return;
+    if (owner_master_connect(o) < 0)
+        schedule_connect(o, "cannot start a connection");
+}
+
+/* The master answered our report (recovery_report.c): from now on it may
+ * choose us, and client requests reach it. */
 static void on_report_done(owner *o, int status)
 {
     if (status) {
-        FX_LOG(ERROR, "the master did not take our recovery report: %s", fx_strerror(status));
-        owner_stop(o, 1);
+        FX_LOG(WARN, "the master did not take our recovery report: %s", fx_strerror(status));
+        if (!o->registered_once)
+            owner_stop(o, 1);
+        else if (o->master)
+            net_conn_close(o->master); /* and try again (on_master_close) */
         return;
     }
     o->registered = true;
-    ssd_tier_start(o);
-    if (owner_ext_listen(o) < 0)
-        owner_stop(o, 2); /* fluxonkv_spec.client_socket cannot be served */
+    if (!o->registered_once) {
+        /* Once per process: a reconnect finds the tier and the socket as the
+         * loss left them. */
+        o->registered_once = true;
+        ssd_tier_start(o);
+        if (owner_ext_listen(o) < 0) {
+            owner_stop(o, 2); /* fluxonkv_spec.client_socket cannot be served */
+            return;
+        }
+    }
+    /* The one place where client requests start reaching the master (the
+     * calls queued while it was away go now). */
+    owner_master_ready(o);
 }
 
 static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     owner *o = ud;
     if (status || msg_status(msg)) {
-        FX_LOG(ERROR, "registration with the master failed: %s%s%s",
-               fx_strerror(status ? status : msg_status(msg)), status ? "" : ": ",
-               status ? "" : msg_detail(msg));
-        if (!status && msg_status(msg) == FX_EAUTH)
-            FX_LOG(ERROR, "authentication failed: the master refused us: %s", msg_detail(msg));
+        int st = status ? status : msg_status(msg);
         /* InvalidArgument: our settings (cluster_name) do not fit this master;
          * AuthenticationFailed: our cluster_secret_file (or its absence) */
-        owner_stop(o, !status && (msg_status(msg) == FX_EINVAL || msg_status(msg) == FX_EAUTH)
-                          ? 2
-                          : 1);
+        bool refused = !status && (st == FX_EINVAL || st == FX_EAUTH);
+        if (o->registered_once && !refused) {
+            /* A reconnect: the link dropped, or the master could not take us
+             * now; drop the link and try again (on_master_close). */
+            FX_LOG(WARN, "registering again with the master failed: %s%s%s; reconnecting",
+                   fx_strerror(st), status ? "" : ": ", status ? "" : msg_detail(msg));
+            if (o->master)
+                net_conn_close(o->master);
+            return;
+        }
+        FX_LOG(ERROR, "registration with the master failed: %s%s%s", fx_strerror(st),
+               status ? "" : ": ", status ? "" : msg_detail(msg));
+        if (!status && st == FX_EAUTH)
+            FX_LOG(ERROR, "authentication failed: the master refused us: %s", msg_detail(msg));
+        owner_stop(o, refused ? 2 : 1);
         return;
     }
     Fx__RegisterResp *r = (Fx__RegisterResp *)msg;
+    uint32_t old_node = o->node_id;
+    uint64_t old_tomb = o->tomb_tag;
     o->node_id = r->node_id;
     o->tomb_tag = r->tomb_tag;
-    o->heartbeat_ms = r->heartbeat_ms ? r->heartbeat_ms : 1000;
-    FX_LOG(INFO, "registered as node %u (tomb %llu)%s", o->node_id,
-           (unsigned long long)o->tomb_tag, r->recovering ? ", reporting our replicas" : "");
+    o->master_term = r->term;
+    o->reconnect_ms = 0;
+    if (!o->registered_once)
+        FX_LOG(INFO, "registered as node %u (tomb %llu)", o->node_id,
+               (unsigned long long)o->tomb_tag);
+    else if (old_node == o->node_id && old_tomb == o->tomb_tag)
+        FX_LOG(WARN, "the master took us back as node %u (tomb %llu)%s", o->node_id,
+               (unsigned long long)o->tomb_tag, r->recovering ? "; reporting our replicas" : "");
+    else
+        FX_LOG(WARN, "registered again as node %u (tomb %llu); was node %u (tomb %llu)",
+               o->node_id, (unsigned long long)o->tomb_tag, old_node,
+               (unsigned long long)old_tomb);
     dp_engine_set_identity(o->dp, o->node_id, o->tomb_tag);
-    /* Heartbeats keep us a member while the master's recovery waits for others. */
-    uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, o->heartbeat_ms, o->heartbeat_ms);
+    uint32_t hb = r->heartbeat_ms ? r->heartbeat_ms : 1000;
+    /* Heartbeats keep us a member while the master waits for others' reports. */
+    uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
     if (owner_send_recovery_report(o, r->recovering, on_report_done) < 0) {
         FX_LOG(ERROR, "cannot send the recovery report to the master");
-        owner_stop(o, 1);
+        if (!o->registered_once)
+            owner_stop(o, 1);
+        else if (o->master)
+            net_conn_close(o->master); /* and try again (on_master_close) */
     }
-}
-
-static void on_connect_retry(uv_timer_t *t)
-{
-    owner_master_connect(t->data);
 }
 
 static void on_connected(net_conn *c, int status, void *ud)
@@ -132,13 +219,8 @@ static void on_connected(net_conn *c, int status, void *ud)
         return;
     }
     if (status < 0) {
-        o->master = NULL;
-        if (uv_now(o->loop) >= o->connect_deadline_ms) {
-            FX_LOG(ERROR, "cannot connect to master %s: %s", o->cfg.master, uv_strerror(status));
-            owner_stop(o, 1);
-        } else {
-            uv_timer_start(&o->connect_timer, on_connect_retry, CONNECT_RETRY_MS, 0);
-        }
+        o->master = NULL; /* its close (on_master_close) is not the loss of a link */
+        schedule_connect(o, uv_strerror(status));
         return;
     }
     char why[512];
@@ -149,7 +231,10 @@ static void on_connected(net_conn *c, int status, void *ud)
     }
     o->mrpc = rpc_client_new(o->loop, c);
     if (!o->mrpc) {
-        owner_stop(o, 1);
+        if (!o->registered_once)
+            owner_stop(o, 1);
+        else
+            net_conn_close(c); /* and try again (on_master_close) */
         return;
     }
     Fx__RegisterReq req = FX__REGISTER_REQ__INIT;
@@ -175,8 +260,12 @@ static void on_connected(net_conn *c, int status, void *ud)
     req.max_put_id = &max_pid;
     int sent = rpc_call(o->mrpc, MSG_REGISTER, &req.base, OWNER_RPC_TIMEOUT_MS, on_register_resp, o);
     free(known);
-    if (sent < 0)
-        owner_stop(o, 1);
+    if (sent < 0) {
+        if (!o->registered_once)
+            owner_stop(o, 1);
+        else
+            net_conn_close(c); /* and try again (on_master_close) */
+    }
 }
 
 int owner_master_connect(owner *o)
@@ -322,16 +411,31 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
 static void on_master_close(net_conn *c)
 {
     owner *o = net_conn_data(c);
-    if (!o)
-        return; /* a connect that failed before net_connect_tcp returned: never ours */
+    if (!o || c != o->master)
+        return; /* a connect that failed (on_connected let it go), or never ours */
+    bool was_registered = o->registered;
+    o->registered = false;
+    owner_master_lost(o); /* client requests queue from now on */
+    uv_timer_stop(&o->heartbeat_timer);
+    /* Our pushes into peers' ranges stop now: a new master may hand those
+     * ranges out once it recovered (docs/decisions.md, R5). */
+    for (size_t i = 0; i < o->n_members; i++)
+        if (o->members[i].node_id != o->node_id)
+            dp_engine_forget_peer(o->dp, o->members[i].node_id);
     if (o->mrpc) {
+        /* Calls in flight to this master are lost with it: client requests
+         * get MasterUnavailable at once, not at their timeout. */
+        rpc_fail_all(o->mrpc, FX_EMASTER);
         rpc_client_free(o->mrpc);
         o->mrpc = NULL;
     }
     o->master = NULL;
-    if (o->registered && !o->stopping) {
-        FX_LOG(ERROR, "lost the connection to the master; stopping (holders cannot be kept safe)");
-        owner_stop(o, 1);
+    if (o->stopping)
+        return;
+    if (was_registered) {
+        FX_LOG(WARN, "lost the connection to the master; reconnecting (holders stay valid)");
+        o->reconnect_ms = 0;
     }
-    o->registered = false;
+    if (o->registered_once)
+        schedule_connect(o, "the connection closed");
 }

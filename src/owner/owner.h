@@ -2,7 +2,8 @@
  * owner.h - the state of fluxon-owner and the entry points of its modules.
  *
  * One event-loop thread owns all of it: the segment, the link to the master
- * (master_link.c) and the batches sent over it (holder_ack.c,
+ * (master_link.c), the client requests' calls to it, queued while there is no
+ * master (master_wait.c), the batches sent over it (holder_ack.c,
  * access_report.c), the external API on the Unix socket (extapi.c, with puts
  * and gets in ext_put.c and ext_get.c), the owner-local get cache with the
  * holders handed to externals (holders.c), and the SSD tier (ssd_tier.h),
@@ -104,6 +105,7 @@ typedef struct pending_get {
     int attempts; /* GetStart rounds so far (a failed pull revokes and retries) */
     bool in_table; /* false once a put or delete of the key made it stale for new gets */
     uint64_t get_id;
+    uint64_t epoch; /* owner.master_epoch when get_id came: valid while they match */
     uint64_t offset, len; /* the target range in this segment */
     int source;
     memory_info *pin; /* recovery_report.c: keeps the target from a new master */
@@ -114,6 +116,9 @@ typedef struct pending_get {
  * with the data-plane key this owner shares with it (none for our own entry
  * or when the master sent none: then the data plane refuses it). The key is
  * wiped when the table is replaced. */
+/* master_wait.c: client requests' master calls queued while no master is ready. */
+typedef struct master_wait master_wait;
+
 typedef struct peer_member {
     uint32_t node_id;
     uint64_t tomb_tag;
@@ -131,7 +136,11 @@ typedef struct owner {
     bool authenticated;   /* cluster_auth.c: we prove cluster_key to the master */
     auth_key cluster_key; /* from cfg.cluster_secret_file */
     rpc_client *mrpc;
-    bool registered;
+    bool registered;      /* the current link is registered (cleared when it drops) */
+    bool registered_once; /* the first registration happened: the owner serves externals */
+    bool master_ready;    /* client requests' calls go straight to the master (master_wait.c) */
+    master_wait *mwait;   /* the calls waiting for master_ready */
+    uint64_t master_epoch; /* +1 at each loss: ids a lost master gave (get ids) are void */
     bool stopping;
     int exit_code;
     uint32_t node_id;
@@ -157,7 +166,8 @@ typedef struct owner {
     uv_timer_t access_timer;
     uv_timer_t heartbeat_timer;
     uv_timer_t connect_timer;
-    uint64_t connect_deadline_ms;
+    uint64_t connect_deadline_ms; /* the first registration's deadline (startup) */
+    uint64_t reconnect_ms;        /* the next reconnect's delay after a loss (backoff) */
     uint64_t hits_memory, hits_ssd, misses;
     struct replica_index *index; /* what this owner holds (replica_index.h, index_ops.c) */
     ext_put *started_puts; /* every put between PutStart's answer and TransferEnd */
@@ -166,12 +176,41 @@ typedef struct owner {
         uint64_t time_ms;
         uint32_t version;
     } max_put_seen; /* index_ops.c: the newest put_id we learned of (Register's max_put_id) */
-    uint32_t heartbeat_ms; /* from RegisterResp */
+    uint64_t master_term; /* the term of the master we registered with (0 without etcd) */
 } owner;
 
 /* master_link.c */
+/* Starts a connection to the master (Register follows once it is up); a
+ * failure to connect is retried, at startup until the first registration's
+ * deadline, after a loss for as long as the owner runs. Returns 0, or -EINVAL
+ * when no connection could even be started (nothing is scheduled then). */
 int owner_master_connect(owner *o);
 void owner_stop(owner *o, int exit_code);
+
+/* master_wait.c: the master calls of client requests */
+/* The queue, empty (at startup, before the first connect). 0 or FX_ENOMEM. */
+int owner_master_wait_init(owner *o);
+/* At shutdown: fails every queued call with FX_EMASTER and frees the queue
+ * once its timer has closed (run the loop after); later calls are refused. */
+void owner_master_wait_close(owner *o);
+/* Sends request m of the given type for a client request. With a master
+ * ready: rpc_call with OWNER_RPC_TIMEOUT_MS. Without one: m is packed (the
+ * caller keeps m) and queued until owner_master_ready(), at most
+ * cfg.master_wait_ms; past that cb gets FX_EMASTER. cb runs exactly once,
+ * never inside this call, with rpc_cb's contract (status 0 and a response,
+ * or FX_ETIMEDOUT / FX_ECONN / FX_EPROTO / FX_EMASTER with resp NULL).
+ * Returns 0, or FX_EMASTER (the queue is full or closed, or the link would
+ * not take it), FX_ENOMEM or FX_EINVAL, and then cb is not called. */
+int owner_master_call(owner *o, uint16_t type, const ProtobufCMessage *m, rpc_cb cb, void *ud);
+/* The master can take client requests: sets master_ready and sends every
+ * queued call, each with the time it has left (one past its deadline fails
+ * with FX_EMASTER). */
+void owner_master_ready(owner *o);
+/* The master is gone: clears master_ready (calls queue from now on), drops
+ * the holder acks meant for it and moves master_epoch on (the get ids it gave
+ * are void). Calls already sent are the link's to fail (rpc_fail_all with
+ * FX_EMASTER). */
+void owner_master_lost(owner *o);
 
 /* cluster_auth.c */
 /* Loads cluster_secret_file into cluster_key, or, without one, refuses a
@@ -204,12 +243,12 @@ int owner_send_recovery_report(owner *o, bool recovering, owner_report_done_fn d
 
 /* holder_ack.c: released master holders, acknowledged to the master in batches */
 /* Queues a master holder id for BatchDeleteAck (out of memory: logged, and
- * the master keeps the holder). */
+ * the master keeps the holder; no master ready: dropped, see holder_ack.c). */
 void owner_ack_holder(owner *o, uint64_t master_holder_id);
-/* Drops the queued ids (they name a previous master's holders). */
-void owner_holder_ack_discard(owner *o);
-/* Sends the queued ids now (nothing without a registered master link). */
+/* Sends the queued ids now (nothing without a registered, ready master link). */
 void owner_holder_ack_flush(owner *o);
+/* Forgets the queued ids (the master they were for is gone). */
+void owner_holder_ack_drop(owner *o);
 void owner_holder_ack_init(owner *o);
 /* Closes the batch timer; ids queued later stay queued until
  * owner_holder_ack_free. */

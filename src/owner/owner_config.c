@@ -36,6 +36,7 @@ static const struct cfg_key owner_keys[] = {
     {"max_peer_connections", CK_COUNT, OWNER_F(max_peer_connections), 0, 1, NULL},
     {"handshake_timeout", CK_DURATION, OWNER_F(handshake_timeout_ms), 0, 1, NULL},
     {"receive_buffer_budget", CK_SIZE, OWNER_F(receive_buffer_budget), 0, 1, NULL},
+    {"master_wait", CK_DURATION, OWNER_F(master_wait_ms), 0, 1, NULL},
     {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
     {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1, NULL},
     {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0, NULL},
@@ -62,6 +63,7 @@ void owner_config_init(owner_config *c)
     c->max_peer_connections = 4096;
     c->handshake_timeout_ms = 5000;
     c->receive_buffer_budget = 256ull << 20;
+    c->master_wait_ms = 10000;
     c->prefault = true;
     c->use_hugepages = true;
 }

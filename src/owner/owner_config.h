@@ -28,6 +28,10 @@
  *                                           # partial frames held across client
  *                                           # connections; one still without
  *                                           # ExternalHello that would pass it is closed
+ *   master_wait: 10s                        # optional, default 10s, > 0: how long a
+ *                                           # client request that needs the master
+ *                                           # waits for one (lost, reconnecting)
+ *                                           # before it fails with MasterUnavailable
  *   fluxonkv_spec:
  *     memory_size: 2GB                      # required, > 0
  *     client_socket: ./var/owner0.sock      # required
@@ -72,6 +76,7 @@ typedef struct owner_config {
     unsigned max_peer_connections;   /* default 4096, >= 1 */
     uint64_t handshake_timeout_ms;   /* default 5000, > 0 */
     uint64_t receive_buffer_budget;  /* default 256 MiB, > 0 */
+    uint64_t master_wait_ms;         /* default 10000, > 0 (master_wait.c) */
     uint64_t memory_size;   /* required, > 0 */
     char *client_socket;    /* required */
     char *client_socket_mode;  /* octal permission bits of the socket, NULL: "0600" */

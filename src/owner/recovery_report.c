@@ -126,10 +126,10 @@ static void on_last_resp(int status, ProtobufCMessage *msg, void *ud)
         FX_LOG(INFO, "recovery report answered: %zu replicas, %zu pinned ranges",
                replica_index_count(o->index), rp->n_pins);
     }
-    owner_report_done_fn done = rp->done;
-    int failed = rp->failed;
-    report_free(rp); /* pins whose last holder went meanwhile are acknowledged now */
-    done(o, failed);
+    /* done first: the master is ready then, so that pins whose last holder
+     * went meanwhile are acknowledged (report_free) under their new ids. */
+    rp->done(o, rp->failed);
+    report_free(rp);
 }
 
 /* Sends entries [from, from + n) of arr (n may be 0) with pins when last. */
@@ -209,7 +209,7 @@ static int send_all(report *rp)
 int owner_send_recovery_report(owner *o, bool recovering, owner_report_done_fn done)
 {
     holders_cache_clear(o);
-    owner_holder_ack_discard(o);
+    owner_holder_ack_drop(o);
     if (!recovering && replica_index_count(o->index)) {
         FX_LOG(WARN, "the master does not take back our %zu replicas (we came back after its "
                      "recovery, or it refused our identity); they are forgotten",

@@ -5,14 +5,16 @@
  * call; its message is fx_strerror()'s name plus fx_last_error_detail(), and
  * its `code` attribute is the negative FX_E* code. The codes a caller acts
  * on get subclasses: KeyNotFound (FX_ENOTFOUND), NoSpace (FX_ENOSPC),
- * AlreadyExists (FX_EEXIST, put with reject_if_exists) and Busy (FX_EBUSY,
- * put with reject_if_inflight_same_key).
+ * AlreadyExists (FX_EEXIST, put with reject_if_exists), Busy (FX_EBUSY,
+ * put with reject_if_inflight_same_key) and MasterUnavailable (FX_EMASTER:
+ * the owner has had no master for its master_wait; retry later).
  */
 #include <string.h>
 
 #include "fxpy.h"
 
-PyObject *fxpy_Error, *fxpy_KeyNotFound, *fxpy_NoSpace, *fxpy_AlreadyExists, *fxpy_Busy;
+PyObject *fxpy_Error, *fxpy_KeyNotFound, *fxpy_NoSpace, *fxpy_AlreadyExists, *fxpy_Busy,
+    *fxpy_MasterUnavailable;
 
 static int add_class(PyObject *m, PyObject **slot, const char *name, PyObject *base,
                      const char *doc)
@@ -54,6 +56,10 @@ int fxpy_errors_init(PyObject *m)
     if (add_class(m, &fxpy_Busy, "Busy", fxpy_Error,
                   "put(reject_if_inflight_same_key=True) met another put (FX_EBUSY).") < 0)
         return -1;
+    if (add_class(m, &fxpy_MasterUnavailable, "MasterUnavailable", fxpy_Error,
+                  "The owner has had no master for its master_wait (FX_EMASTER); values "
+                  "already held stay readable.") < 0)
+        return -1;
     return 0;
 }
 
@@ -68,6 +74,8 @@ static PyObject *class_of(int err)
         return fxpy_AlreadyExists;
     case FX_EBUSY:
         return fxpy_Busy;
+    case FX_EMASTER:
+        return fxpy_MasterUnavailable;
     default:
         return fxpy_Error;
     }

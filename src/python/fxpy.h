@@ -89,7 +89,7 @@ int fxpy_key_converter(PyObject *obj, void *k);
 /* ---- exceptions (errors.c) ---------------------------------------------------- */
 
 extern PyObject *fxpy_Error, *fxpy_KeyNotFound, *fxpy_NoSpace, *fxpy_AlreadyExists,
-    *fxpy_Busy;
+    *fxpy_Busy, *fxpy_MasterUnavailable;
 
 /* Creates the exception classes and adds them to module m; 0 or -1. */
 int fxpy_errors_init(PyObject *m);

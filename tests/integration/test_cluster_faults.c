@@ -317,7 +317,7 @@ static void frozen_owner(void)
           "the copy owner0 pulled before the freeze is still served");
     if (r == 0)
         fx_holder_release(h);
-    kill(pid, SIGCONT); /* it finds the master gone and exits */
+    kill(pid, SIGCONT); /* it finds its master link closed and reconnects; killed below */
     cluster_kill_owner(&tc, 1);
     fx_close(c0);
     fx_close(c1);

@@ -571,5 +571,90 @@ class FluxonTest(unittest.TestCase):
             c.lease_keepalive(lease)
 
 
+class MasterLossTest(unittest.TestCase):
+    """An owner whose master died answers MasterUnavailable after master_wait.
+
+    A cluster of its own, started from the binaries (not `fluxon up`) so that the
+    owner gets master_wait: 500ms: one master, one owner, killed and stopped here.
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="fx-py-ml-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
+        cls.procs = []
+        cls.addClassCleanup(cls.kill_all)
+        port_file = os.path.join(cls.dir, "master.addr")
+        cls.master = cls.spawn([os.path.join(BUILD, "fluxon-master"), "--listen",
+                                "127.0.0.1:0", "--port-file", port_file], "master.log")
+        addr = None
+        deadline = time.monotonic() + 30
+        while addr is None and time.monotonic() < deadline:
+            try:
+                with open(port_file) as f:
+                    line = f.read()
+                addr = line.strip() if line.endswith("\n") else None
+            except FileNotFoundError:
+                pass
+            time.sleep(0.05)
+        if addr is None:
+            raise RuntimeError("the master wrote no port file")
+        cls.socket = os.path.join(cls.dir, "owner.sock")
+        yaml = os.path.join(cls.dir, "owner.yaml")
+        with open(yaml, "w") as f:
+            f.write("master: %s\nmaster_wait: 500ms\nfluxonkv_spec:\n  memory_size: 16MB\n"
+                    "  client_socket: %s\n  prefault: false\n" % (addr, cls.socket))
+        cls.owner = cls.spawn([os.path.join(BUILD, "fluxon-owner"), "--config", yaml],
+                              "owner.log")
+        cls.client = None
+        deadline = time.monotonic() + 60
+        while cls.client is None:
+            try:
+                cls.client = fluxon.Client(cls.socket)
+            except fluxon.Error:
+                if time.monotonic() > deadline or cls.owner.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        cls.addClassCleanup(cls.client.close)
+
+    @classmethod
+    def spawn(cls, argv, log):
+        with open(os.path.join(cls.dir, log), "w") as out:
+            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        cls.procs.append(p)
+        return p
+
+    @classmethod
+    def kill_all(cls):
+        for p in cls.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+    def test_master_unavailable(self):
+        c = self.client
+        c.put("kept", b"held value")
+        h = c.get("kept")
+        self.master.kill()
+        self.master.wait()
+        t0 = time.monotonic()
+        with self.assertRaises(fluxon.MasterUnavailable) as cm:
+            c.delete("kept")
+        took = time.monotonic() - t0
+        self.assertTrue(issubclass(fluxon.MasterUnavailable, fluxon.Error))
+        self.assertEqual(cm.exception.code, -14)  # FX_EMASTER
+        self.assertIn("MasterUnavailable", str(cm.exception))
+        self.assertFalse(str(cm.exception).startswith("MasterUnavailable: MasterUnavailable"))
+        self.assertGreater(took, 0.2)  # it waited for master_wait (500 ms)
+        self.assertLess(took, 10)
+        with self.assertRaises(fluxon.MasterUnavailable):
+            c.put("new", b"x")
+        self.assertEqual(h.access(), b"held value")  # holders outlive the master
+        h.release()
+        self.assertIsNone(self.owner.poll(), "the owner still runs")
+        self.owner.terminate()
+        self.assertEqual(self.owner.wait(timeout=30), 0)
+
+
 if __name__ == "__main__":
     unittest.main()

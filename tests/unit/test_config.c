@@ -980,6 +980,33 @@ static void test_connection_limits(void)
     EXPECT_OWNER_ERR(OWNER_BASE "handshake_timeout: soon\n", "handshake_timeout: invalid duration");
 }
 
+/* master_wait: how long a client request waits for a master the owner lost;
+ * a duration, default 10 s, > 0, also as the flag --master-wait. */
+static void test_owner_master_wait(void)
+{
+    char err[512];
+    owner_config o;
+    owner_config_init(&o);
+    CHECK(o.master_wait_ms == 10000, "master_wait defaults to 10s: %" PRIu64, o.master_wait_ms);
+    REQUIRE(owner_config_load(&o, write_tmp(OWNER_BASE "master_wait: 1s\n"), err, sizeof err) == 0,
+            "load: %s", err);
+    CHECK(o.master_wait_ms == 1000, "master_wait: 1s -> %" PRIu64 " ms", o.master_wait_ms);
+    CHECK(owner_config_validate(&o, err, sizeof err) == 0, "validate: %s", err);
+    CHECK(owner_config_set(&o, "master-wait", "250ms", err, sizeof err) == 0 &&
+              o.master_wait_ms == 250,
+          "master-wait flag: %s (%" PRIu64 ")", err, o.master_wait_ms);
+    CHECK(owner_config_set(&o, "master_wait", "0", err, sizeof err) == -1 &&
+              contains(err, "master_wait: must be > 0") && o.master_wait_ms == 250,
+          "master_wait 0 by flag refused, value kept: %s", err);
+    owner_config_free(&o);
+    EXPECT_OWNER_OK(OWNER_BASE "master_wait: 2m\n");
+    EXPECT_OWNER_ERR(OWNER_BASE "master_wait: 0\n", "master_wait: must be > 0");
+    EXPECT_OWNER_ERR(OWNER_BASE "master_wait: 0s\n", "master_wait: must be > 0");
+    EXPECT_OWNER_ERR(OWNER_BASE "master_wait: soon\n", "master_wait: invalid duration");
+    EXPECT_OWNER_ERR(OWNER_BASE "master_wait: -1s\n", "master_wait");
+    EXPECT_OWNER_ERR(OWNER_BASE "  master_wait: 1s\n", "fluxonkv_spec.master_wait: unknown key");
+}
+
 static void test_hostport(void)
 {
     char host[64];
@@ -1033,6 +1060,7 @@ int main(void)
     test_master_advertise();
     test_hostport();
     test_connection_limits();
+    test_owner_master_wait();
     cleanup();
     return test_finish();
 }

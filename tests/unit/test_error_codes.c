@@ -54,7 +54,7 @@ static void public_codes_are_fixed_and_named(void)
         {FX_EPROTO, -7, "ProtocolError"},    {FX_EEXIST, -8, "AlreadyExists"},
         {FX_EBUSY, -9, "Busy"},              {FX_ENOTSUP, -10, "NotImplemented"},
         {FX_ESTALE, -11, "Stale"},           {FX_EINTERNAL, -12, "InternalError"},
-        {FX_EAUTH, -13, "AuthenticationFailed"},
+        {FX_EAUTH, -13, "AuthenticationFailed"}, {FX_EMASTER, -14, "MasterUnavailable"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         CHECK(want[i].code == want[i].value, "%s is %d, the ABI and the wire say %d",
