@@ -64,6 +64,7 @@ struct recovery {
     uint64_t started_ms;
     uint64_t deadline_ms;
     uint32_t *expected; /* node ids named by reports */
+    char (*expected_names)[64]; /* their node_names ("" unknown) */
     size_t n_expected;
     uint32_t *reported; /* node ids whose last chunk arrived */
     size_t n_reported;
@@ -89,6 +90,42 @@ static void id_add(uint32_t **ids, size_t *n, uint32_t id)
         return; /* out of memory: recovery ends at its deadline instead */
     *ids = g;
     g[(*n)++] = id;
+}
+
+/* Expects a report from node id (named name, may be NULL). */
+static void expect(recovery *rc, uint32_t id, const char *name)
+{
+    for (size_t i = 0; i < rc->n_expected; i++) {
+        if (rc->expected[i] == id) {
+            if (name && *name && !rc->expected_names[i][0])
+                snprintf(rc->expected_names[i], sizeof rc->expected_names[i], "%s", name);
+            return;
+        }
+    }
+    char(*names)[64] = realloc(rc->expected_names, (rc->n_expected + 1) * sizeof *names);
+    if (!names)
+        return;
+    rc->expected_names = names;
+    snprintf(names[rc->n_expected], sizeof names[0], "%s", name ? name : "");
+    size_t n = rc->n_expected;
+    id_add(&rc->expected, &n, id);
+    if (n == rc->n_expected)
+        return; /* out of memory: recovery ends at its deadline instead */
+    rc->n_expected = n;
+}
+
+/* A new owner registers under name: an expected member of that name is not
+ * coming back (its process restarted; its replicas died with it). */
+static void expected_name_is_new(recovery *rc, const char *name)
+{
+    for (size_t i = 0; name && *name && i < rc->n_expected; i++) {
+        if (strcmp(rc->expected_names[i], name) == 0 &&
+            !id_in(rc->reported, rc->n_reported, rc->expected[i])) {
+            FX_LOG(INFO, "recovery: '%s' came back as a new owner: node %u's replicas are gone",
+                   name, rc->expected[i]);
+            id_add(&rc->reported, &rc->n_reported, rc->expected[i]);
+        }
+    }
 }
 
 void master_recovery_begin(master *m)
@@ -160,8 +197,11 @@ bool master_recovery_take_register(master *m, net_conn *c, const frame_hdr *h,
         return false;
     if (!req->prev_node_id || !req->prev_tomb_tag) {
         park(rc, c, h, MSG_REGISTER, &req->base); /* a new owner: after recovery */
-        if (rc->parked && rc->parked->type == MSG_REGISTER && rc->parked->conn == c)
+        if (rc->parked && rc->parked->type == MSG_REGISTER && rc->parked->conn == c) {
             rc->parked->replay = replay;
+            net_conn_handshake_done(c); /* it waits for recovery, not for itself */
+        }
+        expected_name_is_new(rc, req->node_name); /* the sweep may end recovery now */
         *node_id = 0;
         return true;
     }
@@ -172,10 +212,11 @@ bool master_recovery_take_register(master *m, net_conn *c, const frame_hdr *h,
         return false;
     }
     rc->any_identity = true;
-    id_add(&rc->expected, &rc->n_expected, req->prev_node_id);
+    expect(rc, req->prev_node_id, req->node_name);
     for (size_t i = 0; i < req->n_known_members; i++)
         if (req->known_members[i])
-            id_add(&rc->expected, &rc->n_expected, req->known_members[i]);
+            expect(rc, req->known_members[i],
+                   i < req->n_known_member_names ? req->known_member_names[i] : NULL);
     *node_id = req->prev_node_id;
     *tomb_tag = req->prev_tomb_tag;
     return true;
@@ -391,6 +432,7 @@ static void finish(master *m, const char *why)
         free(p);
     }
     free(rc->expected);
+    free(rc->expected_names);
     free(rc->reported);
     free(rc);
 }

@@ -162,13 +162,16 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
         /* InvalidArgument: our settings (cluster_name) do not fit this master;
          * AuthenticationFailed: our cluster_secret_file (or its absence) */
         bool refused = !status && (st == FX_EINVAL || st == FX_EAUTH);
-        if (o->registered_once && !refused) {
-            /* A reconnect: the link dropped, or the master could not take us
-             * now; drop the link and try again (on_master_close). */
-            FX_LOG(WARN, "registering again with the master failed: %s%s%s; reconnecting",
+        if (!refused) {
+            /* The link dropped, or the master could not take us now (a
+             * standby, one still recovering): drop the link and try again,
+             * before the first registration within its deadline. */
+            FX_LOG(WARN, "registering with the master failed: %s%s%s; trying again",
                    fx_strerror(st), status ? "" : ": ", status ? "" : msg_detail(msg));
             if (o->master)
                 net_conn_close(o->master);
+            if (!o->registered_once)
+                schedule_connect(o, "registration failed");
             return;
         }
         FX_LOG(ERROR, "registration with the master failed: %s%s%s", fx_strerror(st),
@@ -250,16 +253,22 @@ static void on_connected(net_conn *c, int status, void *ud)
     req.prev_node_id = o->node_id;
     req.prev_tomb_tag = o->tomb_tag;
     uint32_t *known = o->n_members ? calloc(o->n_members, sizeof *known) : NULL;
-    for (size_t i = 0; known && i < o->n_members; i++)
+    char **names = o->n_members ? calloc(o->n_members, sizeof *names) : NULL;
+    for (size_t i = 0; known && names && i < o->n_members; i++) {
         known[i] = o->members[i].node_id;
+        names[i] = o->members[i].name;
+    }
     req.known_members = known;
-    req.n_known_members = known ? o->n_members : 0;
+    req.n_known_members = known && names ? o->n_members : 0;
+    req.known_member_names = names;
+    req.n_known_member_names = known && names ? o->n_members : 0;
     Fx__PutId max_pid = FX__PUT_ID__INIT;
     max_pid.time_ms = o->max_put_seen.time_ms;
     max_pid.version = o->max_put_seen.version;
     req.max_put_id = &max_pid;
     int sent = rpc_call(o->mrpc, MSG_REGISTER, &req.base, OWNER_RPC_TIMEOUT_MS, on_register_resp, o);
     free(known);
+    free(names);
     if (sent < 0) {
         if (!o->registered_once)
             owner_stop(o, 1);
@@ -303,6 +312,7 @@ static void on_invalidate(owner *o, Fx__BatchDeleteClientKvMetaCacheReq *req)
 static void take_member(owner *o, const Fx__MemberInfo *in, peer_member *out)
 {
     *out = (peer_member){.node_id = in->node_id, .tomb_tag = in->tomb_tag};
+    snprintf(out->name, sizeof out->name, "%s", in->name ? in->name : "");
     auth_key session;
     bool sealed = o->authenticated && net_conn_session_key(o->master, &session);
     if (sealed && in->pair_key.len == AUTH_SEALED_KEY_LEN) {

@@ -122,6 +122,7 @@ typedef struct master_wait master_wait;
 typedef struct peer_member {
     uint32_t node_id;
     uint64_t tomb_tag;
+    char name[64]; /* its node_name (Register tells a recovering master) */
     bool has_key;
     auth_key pair_key;
 } peer_member;
