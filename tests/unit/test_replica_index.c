@@ -119,7 +119,9 @@ static void test_forget_range_model(void)
     index_entry e;
     size_t seen = 0;
     for (bool ok = replica_index_first(ri, &c, &e); ok; ok = replica_index_next(&c, &e)) {
-        int s = atoi(e.key + 3);
+        char name[32] = {0}; /* keys are not NUL-terminated */
+        memcpy(name, e.key, e.klen < sizeof name - 1 ? e.klen : sizeof name - 1);
+        int s = atoi(name + 3);
         CHECK(s >= 0 && s < SLOTS && live[s] && e.offset == (uint64_t)s * UNIT && e.len == len[s],
               "entry %.*s matches the model", (int)e.klen, e.key);
         seen++;
