@@ -57,60 +57,67 @@ void seg_space_unref(seg_space *s)
     }
 }
 
-allocation *allocation_new(seg_space *s, uint64_t len, int *err)
+/* The capacity a len-byte payload takes (at least one alignment unit), or 0
+ * when it overflows. */
+static uint64_t capacity_of(uint64_t len)
 {
     uint64_t cap = len ? (len + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1) : ALLOC_ALIGN;
-    if (cap < len) {
-        *err = -ENOSPC;
-        return NULL;
-    }
-    allocation *a = malloc(sizeof *a);
-    if (!a) {
-        *err = -ENOMEM;
-        return NULL;
-    }
-    int r = range_alloc_alloc(s->ra, cap, ALLOC_ALIGN, &a->offset);
-    if (r < 0) {
-        free(a);
-        *err = r == -EINVAL ? -ENOSPC : r;
-        return NULL;
-    }
-    a->refs = 1;
-    a->space = s;
-    s->refs++;
-    a->len = len;
-    a->capacity = cap;
-    a->stat_mark = 0;
-    a->reserved = false;
-    a->persisting = false;
-    a->returning = false;
-    return a;
+    return cap < len ? 0 : cap;
 }
 
-allocation *allocation_new_at(seg_space *s, uint64_t offset, uint64_t len, int *err)
+/* An allocation of [offset, offset + cap) for len payload bytes, one
+ * reference; the range is already taken from s. NULL when out of memory. */
+static allocation *wrap_range(seg_space *s, uint64_t offset, uint64_t len, uint64_t cap)
 {
-    uint64_t cap = len ? (len + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1) : ALLOC_ALIGN;
-    if (cap < len || offset % ALLOC_ALIGN) {
-        *err = -EINVAL;
-        return NULL;
-    }
     allocation *a = calloc(1, sizeof *a);
-    if (!a) {
-        *err = -ENOMEM;
+    if (!a)
         return NULL;
-    }
-    int r = range_alloc_take(s->ra, offset, cap);
-    if (r < 0) {
-        free(a);
-        *err = r;
-        return NULL;
-    }
     a->refs = 1;
     a->space = s;
     s->refs++;
     a->offset = offset;
     a->len = len;
     a->capacity = cap;
+    return a;
+}
+
+allocation *allocation_new(seg_space *s, uint64_t len, int *err)
+{
+    uint64_t cap = capacity_of(len), offset = 0;
+    if (!cap) {
+        *err = -ENOSPC;
+        return NULL;
+    }
+    int r = range_alloc_alloc(s->ra, cap, ALLOC_ALIGN, &offset);
+    if (r < 0) {
+        *err = r == -EINVAL ? -ENOSPC : r;
+        return NULL;
+    }
+    allocation *a = wrap_range(s, offset, len, cap);
+    if (!a) {
+        range_alloc_release(s->ra, offset, cap);
+        *err = -ENOMEM;
+    }
+    return a;
+}
+
+allocation *allocation_new_at(seg_space *s, uint64_t offset, uint64_t len, int *err)
+{
+    uint64_t cap = capacity_of(len);
+    if (!cap || offset % ALLOC_ALIGN) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    int r = range_alloc_take(s->ra, offset, cap);
+    if (r < 0) {
+        *err = r;
+        return NULL;
+    }
+    allocation *a = wrap_range(s, offset, len, cap);
+    if (!a) {
+        range_alloc_release(s->ra, offset, cap);
+        *err = -ENOMEM;
+    }
     return a;
 }
 

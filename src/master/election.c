@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/stop_flag.h"
 #include "net/etcd_client.h"
 #include "net/leader_record.h"
 
@@ -62,10 +63,7 @@ struct election {
     char value[700];
     int64_t ttl_s;
     _Atomic uint64_t deadline_ms; /* CLOCK_MONOTONIC; 0: not leading */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    /* under mu */
-    bool stop;
+    stop_flag stop; /* its mutex guards the fields below */
     bool won, lost, told_won;
     int64_t term;
     char why[512];
@@ -78,41 +76,22 @@ uint64_t election_mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Sleeps up to ms unless asked to stop; returns true when asked. */
-static bool sleep_or_stop(election *e, uint64_t ms)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)(ms / 1000);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&e->mu);
-    while (!e->stop && pthread_cond_timedwait(&e->cv, &e->mu, &until) != ETIMEDOUT)
-        ;
-    bool stop = e->stop;
-    pthread_mutex_unlock(&e->mu);
-    return stop;
-}
-
 static void post_won(election *e, int64_t term)
 {
-    pthread_mutex_lock(&e->mu);
+    pthread_mutex_lock(&e->stop.mu);
     e->won = true;
     e->term = term;
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->stop.mu);
     uv_async_send(&e->wake);
 }
 
 static void post_lost(election *e, const char *why)
 {
     atomic_store(&e->deadline_ms, 1); /* in the past: stop serving now */
-    pthread_mutex_lock(&e->mu);
+    pthread_mutex_lock(&e->stop.mu);
     e->lost = true;
     snprintf(e->why, sizeof e->why, "%.500s", why);
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->stop.mu);
     uv_async_send(&e->wake);
 }
 
@@ -124,7 +103,7 @@ static void lead(election *e, etcd_client *c, int64_t lease)
     if (every < 100)
         every = 100;
     for (;;) {
-        if (sleep_or_stop(e, every)) {
+        if (stop_flag_sleep(&e->stop, every)) {
             etcd_client_lease_revoke(c, lease);
             return;
         }
@@ -164,14 +143,14 @@ static void *election_main(void *arg)
     int64_t lease = 0, granted = 0;
     uint64_t lease_sent = 0;
     unsigned failures = 0;
-    while (!sleep_or_stop(e, lease ? ELECTION_POLL_MS : 0)) {
+    while (!stop_flag_sleep(&e->stop, lease ? ELECTION_POLL_MS : 0)) {
         if (!lease) {
             lease_sent = election_mono_ms();
             if (etcd_client_lease_grant(c, e->ttl_s, &lease, &granted) < 0) {
                 if (failures++ % 50 == 0)
                     FX_LOG(WARN, "election: %s", etcd_client_error(c));
                 lease = 0;
-                sleep_or_stop(e, 200);
+                stop_flag_sleep(&e->stop, 200);
                 continue;
             }
         } else {
@@ -216,13 +195,13 @@ static void on_wake(uv_async_t *a)
 {
     election *e = a->data;
     master *m = e->m;
-    pthread_mutex_lock(&e->mu);
+    pthread_mutex_lock(&e->stop.mu);
     bool won = e->won && !e->told_won, lost = e->lost;
     e->told_won = e->told_won || won;
     int64_t term = e->term;
     char why[sizeof e->why];
     memcpy(why, e->why, sizeof why);
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->stop.mu);
     if (won && !m->stopping) {
         m->term = (uint64_t)term;
         m->leading = true;
@@ -261,8 +240,7 @@ int master_election_start(master *m, const char *advertised, char *err, size_t e
         free(e);
         return -1;
     }
-    pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cv, NULL);
+    stop_flag_init(&e->stop);
     uv_async_init(m->loop, &e->wake, on_wake);
     e->wake.data = e;
     uv_timer_init(m->loop, &e->stale_timer);
@@ -295,8 +273,7 @@ bool master_serving(const master *m)
 static void on_wake_closed(uv_handle_t *h)
 {
     election *e = h->data;
-    pthread_mutex_destroy(&e->mu);
-    pthread_cond_destroy(&e->cv);
+    stop_flag_destroy(&e->stop);
     free(e->endpoints);
     free(e);
 }
@@ -306,10 +283,7 @@ void master_election_stop(master *m)
     election *e = m->election;
     if (!e)
         return;
-    pthread_mutex_lock(&e->mu);
-    e->stop = true;
-    pthread_cond_signal(&e->cv);
-    pthread_mutex_unlock(&e->mu);
+    stop_flag_raise(&e->stop);
     if (e->thread_started)
         pthread_join(e->thread, NULL); /* a leader revokes its lease on the way out */
     m->election = NULL;

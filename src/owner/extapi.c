@@ -402,6 +402,8 @@ int owner_ext_listen(owner *o)
 
 void owner_ext_invalidate(owner *o, ProtobufCBinaryData *keys, size_t n)
 {
+    if (!n)
+        return; /* a batch of index ops alone: nothing for the externals */
     Fx__ExternalInvalidateWeakIndexReq req = FX__EXTERNAL_INVALIDATE_WEAK_INDEX_REQ__INIT;
     req.n_keys = n;
     req.keys = keys;

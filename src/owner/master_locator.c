@@ -24,6 +24,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/stop_flag.h"
 #include "net/etcd_client.h"
 #include "net/etcd_endpoints.h"
 #include "net/leader_record.h"
@@ -38,10 +39,7 @@ struct master_locator {
     bool thread_started;
     char endpoints[ETCD_ENDPOINTS_MAX * ETCD_ENDPOINT_TEXT_MAX];
     char key[300];
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    /* under mu */
-    bool stop;
+    stop_flag stop; /* its mutex guards the fields below */
     bool fresh; /* a reading the loop has not taken yet */
     bool found;
     char addr[300];
@@ -88,21 +86,6 @@ int owner_master_etcd_check(const char *master, char *err, size_t errlen)
     return 0;
 }
 
-static bool sleep_or_stop(master_locator *l, unsigned ms)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)ms * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&l->mu);
-    while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &until) != ETIMEDOUT)
-        ;
-    bool stop = l->stop;
-    pthread_mutex_unlock(&l->mu);
-    return stop;
-}
-
 static void *locator_main(void *arg)
 {
     master_locator *l = arg;
@@ -138,14 +121,14 @@ static void *locator_main(void *arg)
             continue;
         last_term = term;
         snprintf(last_addr, sizeof last_addr, "%s", addr);
-        pthread_mutex_lock(&l->mu);
+        pthread_mutex_lock(&l->stop.mu);
         l->fresh = true;
         l->found = found;
         l->term = term;
         snprintf(l->addr, sizeof l->addr, "%s", addr);
-        pthread_mutex_unlock(&l->mu);
+        pthread_mutex_unlock(&l->stop.mu);
         uv_async_send(&l->wake);
-    } while (!sleep_or_stop(l, LOCATOR_POLL_MS));
+    } while (!stop_flag_sleep(&l->stop, LOCATOR_POLL_MS));
     etcd_client_free(c);
     return NULL;
 }
@@ -154,13 +137,13 @@ static void on_wake(uv_async_t *a)
 {
     master_locator *l = a->data;
     owner *o = l->o;
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&l->stop.mu);
     bool fresh = l->fresh, found = l->found;
     uint64_t term = l->term;
     char addr[300];
     memcpy(addr, l->addr, sizeof addr);
     l->fresh = false;
-    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&l->stop.mu);
     if (!fresh || o->stopping)
         return;
     if (!found) {
@@ -206,8 +189,7 @@ int owner_locator_start(owner *o, char *err, size_t errlen)
         free(l);
         return -1;
     }
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, NULL);
+    stop_flag_init(&l->stop);
     uv_async_init(o->loop, &l->wake, on_wake);
     l->wake.data = l;
     o->locator = l;
@@ -223,8 +205,7 @@ int owner_locator_start(owner *o, char *err, size_t errlen)
 static void on_closed(uv_handle_t *h)
 {
     master_locator *l = h->data;
-    pthread_mutex_destroy(&l->mu);
-    pthread_cond_destroy(&l->cv);
+    stop_flag_destroy(&l->stop);
     free(l);
 }
 
@@ -233,10 +214,7 @@ void owner_locator_stop(owner *o)
     master_locator *l = o->locator;
     if (!l)
         return;
-    pthread_mutex_lock(&l->mu);
-    l->stop = true;
-    pthread_cond_signal(&l->cv);
-    pthread_mutex_unlock(&l->mu);
+    stop_flag_raise(&l->stop);
     if (l->thread_started)
         pthread_join(l->thread, NULL);
     o->locator = NULL;
