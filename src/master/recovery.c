@@ -10,16 +10,18 @@
  * progress). From the entries the master rebuilds, per key, the route of the
  * highest put_id reported (older versions are dropped from the reporting
  * owners' indexes), the memory replicas at their exact ranges (the
- * allocators' used ranges), the SSD copies, and the replica caches; each pin
+ * allocators' used ranges), the SSD copies, and the replica caches (a memory
+ * replica on an owner with an SSD tier and no committed copy is persisted
+ * again, reserved meanwhile, as after PutDone); each pin
  * becomes a holding (get_holding) whose id the answer carries, so its range
  * stays reserved until the owner releases it. put_ids continue above every
  * one reported. Whatever was in flight at the crash is simply not reported:
  * its ranges are free.
  *
  * Recovery ends when every member named by a report (the reporters and the
- * member tables they had) has reported, or after RECOVERY_GRACE_MS when only
- * new owners came (a new cluster), or at the latest after two heartbeat
- * timeouts. Until then requests are refused as MasterUnavailable (owners do
+ * member tables they had) has reported or came back as a new owner under the
+ * same node_name, or after RECOVERY_GRACE_MS when only new owners came (a
+ * new cluster), or at the latest after two heartbeat timeouts. Until then requests are refused as MasterUnavailable (owners do
  * not send any before their report is answered, which happens at the end),
  * and owners registering without an identity wait for the end, so that the
  * node ids they get are above every reported one. An owner that registers
@@ -43,7 +45,7 @@
  * is new. Above the owners' longest reconnect delay (master_link.c's
  * RECONNECT_MAX_MS), so that every owner that outlived the old master has
  * tried this one by then. */
-#define RECOVERY_GRACE_MS 1000u
+#define RECOVERY_GRACE_MS 1500u
 
 /* A reply or a Register held until recovery ends. */
 typedef struct parked {
@@ -73,6 +75,8 @@ struct recovery {
     uint32_t *reported; /* node ids whose last chunk arrived */
     size_t n_reported;
     bool any_identity; /* some owner came back with its old identity */
+    char (*new_names)[64]; /* node_names of new owners that registered meanwhile */
+    size_t n_new_names;
     parked *parked;
     uint64_t keys, stale, refused;
 };
@@ -116,12 +120,23 @@ static void expect(recovery *rc, uint32_t id, const char *name)
     if (n == rc->n_expected)
         return; /* out of memory: recovery ends at its deadline instead */
     rc->n_expected = n;
+    /* A new owner of that name registered before anyone named it. */
+    for (size_t i = 0; name && *name && i < rc->n_new_names; i++)
+        if (strcmp(rc->new_names[i], name) == 0)
+            id_add(&rc->reported, &rc->n_reported, id);
 }
 
 /* A new owner registers under name: an expected member of that name is not
- * coming back (its process restarted; its replicas died with it). */
+ * coming back (its process restarted; its replicas died with it). The name
+ * is kept for members named later. */
 static void expected_name_is_new(recovery *rc, const char *name)
 {
+    char(*names)[64] = name && *name ? realloc(rc->new_names, (rc->n_new_names + 1) * sizeof *names)
+                                     : NULL;
+    if (names) {
+        rc->new_names = names;
+        snprintf(names[rc->n_new_names++], sizeof names[0], "%s", name);
+    }
     for (size_t i = 0; name && *name && i < rc->n_expected; i++) {
         if (strcmp(rc->expected_names[i], name) == 0 &&
             !id_in(rc->reported, rc->n_reported, rc->expected[i])) {
@@ -290,7 +305,13 @@ static void take_entry(master *m, member *mb, const Fx__ReplicaEntry *e)
             rr->a = allocation_ref(a);
             HASH_ADD(hh, mb->report_ranges, offset, sizeof rr->offset, rr);
         }
-        master_replica_published(m, r, rep); /* may evict, r included */
+        if (mb->kv_ssd_storage && !e->on_ssd)
+            /* Its SSD copy was not committed (the persist may have been in
+             * flight at the crash): persist it again. Until it is, it is
+             * reserved rather than evictable, as after a PutDone. */
+            master_ssd_persist(m, r->key, r->klen, pid, mb->node_id, a);
+        else
+            master_replica_published(m, r, rep); /* may evict, r included */
     }
 }
 
@@ -437,6 +458,7 @@ static void finish(master *m, const char *why)
     }
     free(rc->expected);
     free(rc->expected_names);
+    free(rc->new_names);
     free(rc->reported);
     free(rc);
 }

@@ -52,7 +52,7 @@
 #define CONNECT_DEADLINE_MS 30000u
 /* After a loss: RECONNECT_MIN_MS, doubling up to RECONNECT_MAX_MS, forever. */
 #define RECONNECT_MIN_MS 100u
-#define RECONNECT_MAX_MS 500u /* below recovery.c's RECOVERY_GRACE_MS */
+#define RECONNECT_MAX_MS 250u /* well below recovery.c's RECOVERY_GRACE_MS */
 
 static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg);
 static void on_master_close(net_conn *c);

@@ -668,6 +668,8 @@ static void owner_restarted_too(void)
            from_memory, from_ssd, gone, bad, (unsigned long long)(now_ms() - restarted_at));
     CHECK(bad == 0, "owner0's values read back, deleted keys stay deleted, owner1's old keys "
                     "are gone or latest");
+    if (bad)
+        cluster_dump_logs(&run.tc);
 
     const char *key = "put-through-new-owner1";
     int err = 0;
