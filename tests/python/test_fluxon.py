@@ -637,6 +637,16 @@ class MasterLossTest(unittest.TestCase):
         h = c.get("kept")
         self.master.kill()
         self.master.wait()
+        # A call sent before the owner noticed the loss fails at once (it was
+        # in flight to the dead master); wait until the owner knows, so that
+        # the call below is one that waits for a master.
+        log = os.path.join(self.dir, "owner.log")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(log) as f:
+                if "lost the connection to the master" in f.read():
+                    break
+            time.sleep(0.02)
         t0 = time.monotonic()
         with self.assertRaises(fluxon.MasterUnavailable) as cm:
             c.delete("kept")
