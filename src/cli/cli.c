@@ -30,6 +30,7 @@ static const char usage_text[] =
     "  del KEY [--socket PATH]\n"
     "      delete KEY\n"
     "  stat [--socket PATH]\n"
+    "      the master (leader=HOST:PORT term=T pid=PID) on the first line, then\n"
     "      per-owner memory and SSD capacity/used and hits by source\n"
     "\n"
     "DIR defaults to /tmp/fluxon-$UID; SIZE is bytes or a size such as 512MB or\n"
