@@ -22,6 +22,11 @@
  * than the one they know (src/owner/master_locator.c), which covers a master
  * that does not get to check (frozen between the check and the send).
  *
+ * Test hook: FLUXON_TEST_STALE_LEADER_MS=N (tests only) makes a leader that
+ * lost its lease act on the loss N ms late and ignore its local deadline
+ * meanwhile, so that a test can watch the owners refuse what a stale leader
+ * sends (the fencing on their side).
+ *
  * Threads: the etcd calls block, so they run on one election thread with its
  * own etcd client; it talks to the loop through a uv_async_t and a mutex.
  * The deadline is an atomic the loop reads without the lock.
@@ -47,6 +52,9 @@
 struct election {
     master *m; /* loop side only */
     uv_async_t wake;
+    uv_timer_t stale_timer;  /* the test hook's delay */
+    uint64_t stale_ms;       /* FLUXON_TEST_STALE_LEADER_MS, 0: off */
+    char lost_why[512];
     pthread_t thread;
     bool thread_started;
     char *endpoints;
@@ -198,6 +206,12 @@ static void *election_main(void *arg)
     return NULL;
 }
 
+static void on_stale_timer(uv_timer_t *t)
+{
+    election *e = t->data;
+    master_lost_leadership(e->m, e->lost_why);
+}
+
 static void on_wake(uv_async_t *a)
 {
     election *e = a->data;
@@ -215,8 +229,16 @@ static void on_wake(uv_async_t *a)
         FX_LOG(WARN, "leading the cluster at term %lld (etcd key %s)", (long long)term, e->key);
         master_recovery_begin(m);
     }
-    if (lost && !m->stopping)
-        master_lost_leadership(m, why);
+    if (lost && !m->stopping) {
+        if (e->stale_ms && !uv_is_active((uv_handle_t *)&e->stale_timer)) {
+            FX_LOG(WARN, "test hook: acting as a stale leader for %llu ms (%s)",
+                   (unsigned long long)e->stale_ms, why);
+            memcpy(e->lost_why, why, sizeof e->lost_why);
+            uv_timer_start(&e->stale_timer, on_stale_timer, e->stale_ms, 0);
+        } else if (!e->stale_ms) {
+            master_lost_leadership(m, why);
+        }
+    }
 }
 
 int master_election_start(master *m, const char *advertised, char *err, size_t errlen)
@@ -243,6 +265,13 @@ int master_election_start(master *m, const char *advertised, char *err, size_t e
     pthread_cond_init(&e->cv, NULL);
     uv_async_init(m->loop, &e->wake, on_wake);
     e->wake.data = e;
+    uv_timer_init(m->loop, &e->stale_timer);
+    e->stale_timer.data = e;
+    const char *stale = getenv("FLUXON_TEST_STALE_LEADER_MS");
+    e->stale_ms = stale ? strtoull(stale, NULL, 10) : 0;
+    if (e->stale_ms)
+        FX_LOG(WARN, "test hook FLUXON_TEST_STALE_LEADER_MS=%llu: a lost lease is acted on late",
+               (unsigned long long)e->stale_ms);
     m->election = e;
     if (pthread_create(&e->thread, NULL, election_main, e) != 0) {
         snprintf(err, errlen, "cannot start the election thread");
@@ -258,6 +287,8 @@ bool master_serving(const master *m)
 {
     if (!m->election)
         return true;
+    if (m->election->stale_ms)
+        return m->leading; /* the test hook: a stale leader that does not check */
     return m->leading && election_mono_ms() < atomic_load(&m->election->deadline_ms);
 }
 
@@ -282,5 +313,6 @@ void master_election_stop(master *m)
     if (e->thread_started)
         pthread_join(e->thread, NULL); /* a leader revokes its lease on the way out */
     m->election = NULL;
+    uv_close((uv_handle_t *)&e->stale_timer, NULL);
     uv_close((uv_handle_t *)&e->wake, on_wake_closed);
 }

@@ -178,6 +178,10 @@ int main(int argc, char **argv)
     sig_term.data = sig_int.data = &m;
     uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_signal_start(&sig_int, on_signal, SIGINT);
+    /* The signals do not keep the loop alive: a master that stops on its own
+     * (lost leadership) exits once the rest has closed. */
+    uv_unref((uv_handle_t *)&sig_term);
+    uv_unref((uv_handle_t *)&sig_int);
     uv_run(loop, UV_RUN_DEFAULT);
     master_free_state(&m);
     uv_loop_close(loop);

@@ -39,7 +39,11 @@
 #include "master/index_sync.h"
 #include "master/members.h"
 
-#define RECOVERY_GRACE_MS 500u
+/* When no owner with replicas came this long after the start, the cluster
+ * is new. Above the owners' longest reconnect delay (master_link.c's
+ * RECONNECT_MAX_MS), so that every owner that outlived the old master has
+ * tried this one by then. */
+#define RECOVERY_GRACE_MS 1000u
 
 /* A reply or a Register held until recovery ends. */
 typedef struct parked {

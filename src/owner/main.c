@@ -160,7 +160,8 @@ int main(int argc, char **argv)
         fx_log_threshold = o.cfg.log_level;
     /* Both listeners may reach their caps; more for peers, the master, the SSD tier. */
     fd_limit_raise((unsigned long)o.cfg.max_client_connections + o.cfg.max_peer_connections + 256);
-    if (config_parse_hostport(o.cfg.master, o.master_host, sizeof o.master_host, &o.master_port) < 0) {
+    if (!owner_master_is_etcd(o.cfg.master) &&
+        config_parse_hostport(o.cfg.master, o.master_host, sizeof o.master_host, &o.master_port) < 0) {
         fprintf(stderr, "fluxon-owner: master: '%s' is not HOST:PORT\n", o.cfg.master);
         rc = 2;
         goto out;
@@ -222,6 +223,13 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    if (owner_locator_start(&o, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-owner: %s\n", err);
+        owner_master_wait_close(&o);
+        uv_run(o.loop, UV_RUN_NOWAIT);
+        rc = 1;
+        goto out;
+    }
     if (owner_master_connect(&o) < 0) {
         fprintf(stderr, "fluxon-owner: master: cannot connect to '%s'\n", o.cfg.master);
         owner_master_wait_close(&o);
@@ -240,6 +248,9 @@ int main(int argc, char **argv)
         net_listener_close(o.ext_listener);
     if (o.master)
         net_conn_close(o.master);
+    if (o.fenced_master)
+        net_conn_close(o.fenced_master);
+    owner_locator_stop(&o);
     owner_master_wait_close(&o);
     if (o.dp)
         dp_engine_close(o.dp);

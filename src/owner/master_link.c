@@ -52,7 +52,7 @@
 #define CONNECT_DEADLINE_MS 30000u
 /* After a loss: RECONNECT_MIN_MS, doubling up to RECONNECT_MAX_MS, forever. */
 #define RECONNECT_MIN_MS 100u
-#define RECONNECT_MAX_MS 1000u
+#define RECONNECT_MAX_MS 500u /* below recovery.c's RECOVERY_GRACE_MS */
 
 static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg);
 static void on_master_close(net_conn *c);
@@ -182,6 +182,18 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
         return;
     }
     Fx__RegisterResp *r = (Fx__RegisterResp *)msg;
+    if (r->term < o->known_term) {
+        FX_LOG(WARN, "the master at %s:%d is of term %llu; term %llu leads; trying again",
+               o->master_host, o->master_port, (unsigned long long)r->term,
+               (unsigned long long)o->known_term);
+        if (o->master)
+            net_conn_close(o->master);
+        if (!o->registered_once)
+            schedule_connect(o, "an older master");
+        return;
+    }
+    if (r->term > o->known_term)
+        o->known_term = r->term;
     uint32_t old_node = o->node_id;
     uint64_t old_tomb = o->tomb_tag;
     o->node_id = r->node_id;
@@ -214,6 +226,14 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
 static void on_connected(net_conn *c, int status, void *ud)
 {
     owner *o = ud;
+    if (c != o->master) {
+        /* A connection to a leader that was replaced while we dialled it. */
+        if (c == o->fenced_master)
+            o->fenced_master = NULL;
+        if (status >= 0)
+            net_conn_close(c);
+        return;
+    }
     if (status == -EACCES) {
         o->master = NULL;
         FX_LOG(ERROR, "authentication failed with the master at %s:%d: %s", o->master_host,
@@ -286,6 +306,12 @@ int owner_master_connect(owner *o)
         uv_timer_init(o->loop, &o->connect_timer);
         owner_access_report_init(o);
         o->heartbeat_timer.data = o->connect_timer.data = o;
+    }
+    if (!o->leader_known) {
+        /* etcd has not named a leader yet: the locator's news, or the
+         * next retry, connects. */
+        schedule_connect(o, "no leader known yet");
+        return 0;
     }
     o->master = net_connect_tcp(o->loop, o->master_host, o->master_port, &master_ops, on_connected, o);
     if (!o->master)
@@ -387,6 +413,16 @@ bool owner_peer_key(void *ud, uint32_t node_id, uint64_t *tomb_tag, auth_key *ke
 static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
 {
     owner *o = net_conn_data(c);
+    if (c == o->fenced_master) {
+        if (h->flags & FRAME_RESPONSE)
+            return;
+        FX_LOG_LIMITED(WARN, "refused %s from a master of an older term: term %llu leads",
+                       msg_name(h->type), (unsigned long long)o->known_term);
+        if (!(h->flags & FRAME_ONEWAY))
+            net_reply_error(c, h, FX_ESTALE, "Stale: this master was replaced (term %llu leads)",
+                            (unsigned long long)o->known_term);
+        return;
+    }
     if (h->flags & FRAME_RESPONSE) {
         if (!rpc_on_response(o->mrpc, h, msg))
             FX_LOG(DEBUG, "late %s response from the master ignored", msg_name(h->type));
@@ -418,11 +454,10 @@ static void on_master_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *m
     }
 }
 
-static void on_master_close(net_conn *c)
+/* The current link is gone (closed, or fenced: a newer leader exists): what
+ * was in flight with it fails, client requests queue, we reconnect. */
+static void link_detached(owner *o)
 {
-    owner *o = net_conn_data(c);
-    if (!o || c != o->master)
-        return; /* a connect that failed (on_connected let it go), or never ours */
     bool was_registered = o->registered;
     o->registered = false;
     owner_master_lost(o); /* client requests queue from now on */
@@ -448,4 +483,40 @@ static void on_master_close(net_conn *c)
     }
     if (o->registered_once)
         schedule_connect(o, "the connection closed");
+}
+
+static void on_master_close(net_conn *c)
+{
+    owner *o = net_conn_data(c);
+    if (o && c == o->fenced_master) {
+        o->fenced_master = NULL;
+        return;
+    }
+    if (!o || c != o->master)
+        return; /* a connect that failed (on_connected let it go), or never ours */
+    link_detached(o);
+}
+
+void owner_master_moved(owner *o)
+{
+    if (o->stopping)
+        return;
+    if (o->master && o->master_term < o->known_term) {
+        /* Fenced: whatever the old leader still sends is refused, and its
+         * link closes when it notices (or when we stop). */
+        FX_LOG(WARN, "the master of term %llu was replaced (term %llu leads); its requests are "
+                     "refused from now on", (unsigned long long)o->master_term,
+               (unsigned long long)o->known_term);
+        if (o->fenced_master)
+            net_conn_close(o->fenced_master);
+        o->fenced_master = o->master;
+        link_detached(o); /* o->master is NULL now */
+    }
+    if (o->master || o->stopping)
+        return; /* linked (or dialling) to the leader already */
+    /* The new leader is recovering now: go at once, not at the backoff's pace. */
+    uv_timer_stop(&o->connect_timer);
+    o->reconnect_ms = 0;
+    if (owner_master_connect(o) < 0)
+        schedule_connect(o, "cannot start a connection");
 }

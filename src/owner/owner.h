@@ -178,6 +178,10 @@ typedef struct owner {
         uint32_t version;
     } max_put_seen; /* index_ops.c: the newest put_id we learned of (Register's max_put_id) */
     uint64_t master_term; /* the term of the master we registered with (0 without etcd) */
+    struct master_locator *locator; /* master_locator.c: with `master: etcd://...` */
+    uint64_t known_term;  /* the newest leader term we know of (etcd, or a Register) */
+    bool leader_known;    /* master_host/port name a master to dial */
+    net_conn *fenced_master; /* a link to a master of an older term: requests refused */
 } owner;
 
 /* master_link.c */
@@ -212,6 +216,15 @@ void owner_master_ready(owner *o);
  * are void). Calls already sent are the link's to fail (rpc_fail_all with
  * FX_EMASTER). */
 void owner_master_lost(owner *o);
+
+/* master_locator.c: a fixed master, or the leader etcd names */
+typedef struct master_locator master_locator;
+/* Starts finding the leader (nothing to do for a fixed address). */
+int owner_locator_start(owner *o, char *err, size_t errlen);
+void owner_locator_stop(owner *o);
+/* master_link.c: the locator found a new leader (master_host/port and
+ * known_term updated): a link to an older one is fenced, and we connect. */
+void owner_master_moved(owner *o);
 
 /* cluster_auth.c */
 /* Loads cluster_secret_file into cluster_key, or, without one, refuses a

@@ -26,7 +26,7 @@
 
 static const struct cfg_key owner_keys[] = {
     {"cluster_name", CK_STR, OWNER_F(cluster_name), 0, 0, NULL},
-    {"master", CK_HOSTPORT, OWNER_F(master), 0, 0, NULL},
+    {"master", CK_STR, OWNER_F(master), 0, 0, NULL},
     {"node_name", CK_STR_OPT, OWNER_F(node_name), 0, 0, NULL},
     {"data_listen", CK_HOSTPORT, OWNER_F(data_listen), 0, 0, NULL},
     {"data_advertise", CK_HOSTPORT_OPT, OWNER_F(data_advertise), 0, 0, NULL},
@@ -144,7 +144,9 @@ int owner_config_validate(const owner_config *c, char *err, size_t errlen)
     if (!c)
         return cfg_err(err, errlen, "config: missing");
     if (cfg_check_name("cluster_name", c->cluster_name, true, err, errlen) < 0 ||
-        cfg_check_hostport("master", c->master, true, err, errlen) < 0 ||
+        (c->master && owner_master_is_etcd(c->master)
+             ? owner_master_etcd_check(c->master, err, errlen)
+             : cfg_check_hostport("master", c->master, true, err, errlen)) < 0 ||
         cfg_check_name("node_name", c->node_name, false, err, errlen) < 0 ||
         cfg_check_hostport("data_listen", c->data_listen, true, err, errlen) < 0 ||
         cfg_check_hostport("data_advertise", c->data_advertise, false, err, errlen) < 0 ||

@@ -119,4 +119,10 @@ int owner_config_validate(const owner_config *c, char *err, size_t errlen);
 /* Frees what the config owns (NULL-safe); the struct itself is the caller's. */
 void owner_config_free(owner_config *c);
 
+/* master_locator.c: `master` as "etcd://HOST:PORT[,HOST:PORT...]" (the
+ * leader etcd names) rather than a fixed HOST:PORT. */
+int owner_master_is_etcd(const char *master);
+/* Checks an etcd:// value; 0, or -1 with "master: <why>" in err. */
+int owner_master_etcd_check(const char *master, char *err, size_t errlen);
+
 #endif

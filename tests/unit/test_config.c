@@ -478,10 +478,22 @@ static void test_owner_flags(void)
               contains(err, "fluxonkv_spec.memory_size: invalid size 'abc'"),
           "bad size flag: %s", err);
     CHECK(c.memory_size == 4096, "memory_size unchanged");
-    CHECK(owner_config_set(&c, "master", "nohost", err, sizeof err) == -1 &&
+    /* master is HOST:PORT or etcd://HOST:PORT[,...], checked by validate. */
+    CHECK(owner_config_set(&c, "master", "nohost", err, sizeof err) == 0 &&
+              owner_config_validate(&c, err, sizeof err) == -1 &&
               contains(err, "master: invalid host:port"),
-          "bad master flag: %s", err);
-    CHECK(strcmp(c.master, "10.0.0.1:9000") == 0, "master unchanged");
+          "bad master: %s", err);
+    CHECK(owner_config_set(&c, "master", "etcd://127.0.0.1:2379,[::1]:2380", err, sizeof err) == 0 &&
+              owner_config_validate(&c, err, sizeof err) == 0,
+          "etcd master: %s", err);
+    CHECK(owner_config_set(&c, "master", "etcd://", err, sizeof err) == 0 &&
+              owner_config_validate(&c, err, sizeof err) == -1 &&
+              contains(err, "master: 'etcd://' names no etcd endpoint"),
+          "empty etcd master: %s", err);
+    CHECK(owner_config_set(&c, "master", "etcd://127.0.0.1", err, sizeof err) == 0 &&
+              owner_config_validate(&c, err, sizeof err) == -1 && contains(err, "master: "),
+          "etcd master without a port: %s", err);
+    CHECK(owner_config_set(&c, "master", "10.0.0.1:9000", err, sizeof err) == 0, "%s", err);
     CHECK(owner_config_set(&c, "prefault", "maybe", err, sizeof err) == -1 &&
               contains(err, "fluxonkv_spec.prefault"),
           "bad bool flag: %s", err);
