@@ -186,6 +186,22 @@ typedef struct fx_owner_stat {
  * Returns 0 or an FX_E* code. */
 int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n);
 
+/* The master that answers the cluster's calls (with standby masters on
+ * etcd, the leader). Kept apart from fx_owner_stat, which callers allocate
+ * in arrays: a field added there would change the stride of arrays built
+ * against an older header. */
+typedef struct fx_master_stat {
+    char addr[300]; /* its advertised "HOST:PORT" ("" from a master that does not say) */
+    uint64_t term;  /* its term as leader on etcd; 0 without etcd */
+    int64_t pid;    /* its process id on host (0 when it does not say) */
+    char host[256]; /* its host name (gethostname), "" when it does not say */
+} fx_master_stat;
+
+/* Asks the master about itself, through the owner (the Stat call that
+ * fx_stat makes). Returns 0 with *out filled, or an FX_E* code with *out
+ * unchanged. */
+int fx_stat_master(fx_client *c, fx_master_stat *out);
+
 /* Round trip to the owner without touching the master (for latency baselines). */
 int fx_ping(fx_client *c);
 

@@ -1,7 +1,7 @@
 /*
  * cluster_dir.c - the directory of a local cluster (see cluster_dir.h): its
- * paths, listing and removing its runtime files and SSD tiers, telling
- * whether a pid file names this directory's running daemon, and the
+ * paths, listing and removing its runtime files, SSD tiers and etcd data,
+ * telling whether a pid file names this directory's running daemon, and the
  * directory lock that keeps one `fluxon up` or `fluxon down` at a time.
  *
  * Used by up.c and down.c; it signals nothing itself (proc.c stops daemons).
@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,14 +119,35 @@ void cluster_remove_ssd_dirs(const char *dir)
         cluster_names_free(ssds, (size_t)n);
 }
 
+/* nftw's callback: one entry of the tree, its contents already gone. */
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (type == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+void cluster_remove_tree(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    if (cluster_path(path, sizeof path, dir, name) == 0)
+        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 bool cluster_started_for_dir(pid_t pid, const char *dir, const char *pidname)
 {
     char mark[PATH_MAX], name[NAME_MAX + 1];
     size_t n = strlen(pidname);
     if (n < 4 || n - 4 > NAME_MAX - 5 || strcmp(pidname + n - 4, ".pid") != 0)
         return false;
-    if (strcmp(pidname, "master.pid") == 0)
-        snprintf(name, sizeof name, "master.addr");
+    if (strcmp(pidname, CLUSTER_ETCD_PID) == 0)
+        snprintf(name, sizeof name, CLUSTER_ETCD_DATA);
+    else if (strncmp(pidname, "master", 6) == 0) /* master.pid, master<j>.pid */
+        snprintf(name, sizeof name, "%.*s.addr", (int)(n - 4), pidname);
     else
         snprintf(name, sizeof name, "%.*s.yaml", (int)(n - 4), pidname);
     return cluster_path(mark, sizeof mark, dir, name) == 0 && proc_has_arg(pid, mark);
@@ -137,7 +159,8 @@ pid_t cluster_pidfile_daemon(const char *dir, const char *name)
     pid_t pid;
     if (cluster_path(path, sizeof path, dir, name) != 0 || proc_pidfile_read(path, &pid) != 0)
         return 0;
-    return proc_alive(pid) && proc_is_fluxon(pid) ? pid : 0;
+    bool kind = strcmp(name, CLUSTER_ETCD_PID) == 0 ? proc_is_etcd(pid) : proc_is_fluxon(pid);
+    return proc_alive(pid) && kind ? pid : 0;
 }
 
 pid_t cluster_live_daemon(const char *dir, const char *name)

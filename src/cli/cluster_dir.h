@@ -3,18 +3,24 @@
  * `fluxon down` share it: its layout, its lock, and the pid files that name
  * its daemons.
  *
- *   DIR/master.pid  master.addr  master.log
+ *   DIR/master.pid  master.addr  master.log                   (one master)
  *   DIR/owner<i>.pid  owner<i>.yaml  owner<i>.log  owner<i>.sock   (i = 0..N-1)
  *   DIR/ssd<i>/      owner i's SSD tier, with --ssd SIZE (large_file_paths:
  *                    [DIR/ssd<i>], large_limit_size: [SIZE])
  *
+ * With --masters M (M >= 2), standby masters on a local etcd instead of the
+ * one master's files:
+ *   DIR/etcd.pid  etcd.log  etcd.data/   the etcd member and its data
+ *   DIR/master<j>.pid  master<j>.addr  master<j>.log             (j = 0..M-1)
+ *
  * DIR/cluster.lock  held by `up` and `down` while they work (it stays)
  *
- * Pid files name the running daemons; master.addr is the master's
- * "HOST:PORT\n", written by the master once it listens; logs stay after
- * `down` for a post-mortem. A pid file outlives its daemon and pids are
- * reused, so a pid counts as this directory's daemon only when it runs a
- * Fluxon daemon that was started with this directory's file as an argument.
+ * Pid files name the running daemons; master.addr (master<j>.addr) is a
+ * master's "HOST:PORT\n", written by the master once it listens (a standby
+ * too); logs stay after `down` for a post-mortem, etcd.data does not. A pid
+ * file outlives its daemon and pids are reused, so a pid counts as this
+ * directory's daemon only when it runs a Fluxon daemon (or etcd, for
+ * etcd.pid) that was started with this directory's file as an argument.
  */
 #ifndef FX_CLI_CLUSTER_DIR_H
 #define FX_CLI_CLUSTER_DIR_H
@@ -31,6 +37,9 @@
 /* How long stopping the daemons (`down`, or `up` undoing a failed start)
  * waits for them after SIGKILL. */
 #define CLUSTER_KILL_MS 5000
+/* The etcd member's pid file and data directory (--masters M >= 2). */
+#define CLUSTER_ETCD_PID "etcd.pid"
+#define CLUSTER_ETCD_DATA "etcd.data"
 
 /* Write "DIR/NAME" and "DIR/owner<i>.EXT" into out. Return 0, or
  * -ENAMETOOLONG. */
@@ -53,15 +62,21 @@ void cluster_remove_matching(const char *dir, const char *prefix, const char *su
  * touched). */
 void cluster_remove_ssd_dirs(const char *dir);
 
-/* True when pid, a running Fluxon daemon, is the one that DIR/pidname
- * (master.pid, owner<i>.pid) stands for: started with this directory's file
- * as an argument (the master's --port-file DIR/master.addr, an owner's
- * --config DIR/owner<i>.yaml). A reused pid, even of another cluster's
+/* Removes DIR/NAME and everything under it, symbolic links themselves and
+ * not what they point to (a missing NAME is fine). For etcd's data. */
+void cluster_remove_tree(const char *dir, const char *name);
+
+/* True when pid, a running daemon, is the one that DIR/pidname (master.pid,
+ * master<j>.pid, owner<i>.pid, etcd.pid) stands for: started with this
+ * directory's file as an argument (a master's --port-file DIR/master.addr
+ * or DIR/master<j>.addr, an owner's --config DIR/owner<i>.yaml, etcd's
+ * --data-dir DIR/etcd.data). A reused pid, even of another cluster's
  * daemon, is not. */
 bool cluster_started_for_dir(pid_t pid, const char *dir, const char *pidname);
 
-/* The pid in DIR/NAME, 0 when there is none or it names no running Fluxon
- * daemon (a stale file). */
+/* The pid in DIR/NAME, 0 when there is none or it names no running daemon
+ * of the kind NAME is for (etcd for etcd.pid, else a Fluxon daemon): a
+ * stale file. */
 pid_t cluster_pidfile_daemon(const char *dir, const char *name);
 
 /* The pid in DIR/NAME when it names this directory's running daemon, else 0. */

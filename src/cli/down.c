@@ -3,11 +3,13 @@
  * layout: cluster_dir.h) and remove its runtime files.
  *
  * down stops the daemons named by the pid files, owners first so that none
- * reports to a master that is already gone, and removes the runtime files and
- * the SSD tiers' files (an owner truncates its shards at start, so nothing in
- * them outlives the cluster anyway; removing them gives the disk space back).
- * A pid file whose daemon is gone, or that names a daemon not started for
- * this directory, is never signalled. Logs and cluster.lock stay.
+ * reports to a master that is already gone, then the masters (the one, or
+ * all of `up --masters M`), then etcd, which the masters' leases live in; and
+ * removes the runtime files, etcd's data and the SSD tiers' files (an owner
+ * truncates its shards at start, so nothing in them outlives the cluster
+ * anyway; removing them gives the disk space back). A pid file whose daemon
+ * is gone, or that names a daemon not started for this directory, is never
+ * signalled. Logs and cluster.lock stay.
  */
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -39,9 +41,10 @@ static int stop_group(const char *dir, char **names, size_t n)
             pids[i] = pid;
         else if (pid)
             fprintf(stderr,
-                    "fluxon down: %s/%s names pid %d, a Fluxon daemon not started for %s "
+                    "fluxon down: %s/%s names pid %d, a %s not started for %s "
                     "(another cluster, or this directory moved); left running\n",
-                    dir, names[i], (int)pid, dir);
+                    dir, names[i], (int)pid,
+                    strcmp(names[i], CLUSTER_ETCD_PID) == 0 ? "etcd" : "Fluxon daemon", dir);
     }
     int rc = proc_stop(pids, n, DOWN_TERM_MS, CLUSTER_KILL_MS);
     for (size_t i = 0; i < n; i++) {
@@ -78,24 +81,31 @@ int cli_down(int argc, char **argv)
      * them, and a list taken before it finished would miss its owners. */
     if (cluster_lock("down", dir, false) < 0)
         return CLI_FAIL;
-    char *owners[CLUSTER_MAX_OWNERS];
+    char *owners[CLUSTER_MAX_OWNERS], *masters[CLUSTER_MAX_OWNERS];
     int n = cluster_list(dir, "owner", ".pid", owners, CLUSTER_MAX_OWNERS);
     if (n < 0)
         n = 0;
-    char master_name[] = "master.pid";
-    char *master[1] = {master_name};
-    bool has_master = cluster_path(path, sizeof path, dir, master[0]) == 0 &&
-                      access(path, F_OK) == 0;
-    if (n == 0 && !has_master) {
+    int m = cluster_list(dir, "master", ".pid", masters, CLUSTER_MAX_OWNERS);
+    if (m < 0)
+        m = 0;
+    char etcd_name[] = CLUSTER_ETCD_PID;
+    char *etcd[1] = {etcd_name};
+    bool has_etcd = cluster_path(path, sizeof path, dir, etcd[0]) == 0 &&
+                    access(path, F_OK) == 0;
+    if (n == 0 && m == 0 && !has_etcd) {
         fprintf(stderr, "fluxon down: no cluster in %s\n", dir);
         cluster_unlock();
         return CLI_FAIL;
     }
 
-    /* Owners first: each deregisters from a master that is still there. */
+    /* Owners first: each deregisters from a master that is still there.
+     * etcd last: a leader that stops revokes its lease there. */
     int failed = stop_group(dir, owners, (size_t)n) != 0;
     cluster_names_free(owners, (size_t)n);
-    if (has_master && stop_group(dir, master, 1) != 0)
+    if (stop_group(dir, masters, (size_t)m) != 0)
+        failed = 1;
+    cluster_names_free(masters, (size_t)m);
+    if (has_etcd && stop_group(dir, etcd, 1) != 0)
         failed = 1;
     if (failed) {
         cluster_unlock();
@@ -107,8 +117,8 @@ int cli_down(int argc, char **argv)
     cluster_remove_matching(dir, "owner", ".tmp");
     cluster_remove_ssd_dirs(dir);
     cluster_remove_matching(dir, "master", ".tmp");
-    if (cluster_path(path, sizeof path, dir, "master.addr") == 0)
-        unlink(path);
+    cluster_remove_matching(dir, "master", ".addr");
+    cluster_remove_tree(dir, CLUSTER_ETCD_DATA);
     cluster_unlock(); /* cluster.lock itself stays: removing it could split a waiter's lock */
     return CLI_OK;
 }

@@ -1,5 +1,6 @@
 /*
- * kv.c - `fluxon put`, `get`, `del` and `stat`: one libfluxon call each,
+ * kv.c - `fluxon put`, `get`, `del` and `stat`: one libfluxon call each
+ * (stat two: the master's line, then one line per owner),
  * against the owner whose client socket is --socket, else $FLUXON_SOCKET,
  * else /tmp/fluxon-$UID/owner0.sock (where `fluxon up` puts it by default).
  *
@@ -231,6 +232,20 @@ int cli_del(int argc, char **argv)
     return ret;
 }
 
+/* "master leader=HOST:PORT term=T pid=PID": the pid only when the master
+ * runs on this host (a pid elsewhere names nothing here), else "pid=-". */
+static void print_master_line(const fx_master_stat *ms)
+{
+    char here[256] = "";
+    gethostname(here, sizeof here - 1);
+    bool local = ms->pid > 0 && ms->host[0] && strcmp(ms->host, here) == 0;
+    printf("master leader=%s term=%" PRIu64 " pid=", ms->addr[0] ? ms->addr : "-", ms->term);
+    if (local)
+        printf("%" PRId64 "\n", ms->pid);
+    else
+        puts("-");
+}
+
 int cli_stat(int argc, char **argv)
 {
     const char *sock = NULL, *pos[1];
@@ -247,6 +262,12 @@ int cli_stat(int argc, char **argv)
     int ret = CLI_FAIL;
     size_t cap = STAT_INITIAL_CAP, n = 0;
     fx_owner_stat *st = NULL;
+    fx_master_stat ms;
+    if ((rc = fx_stat_master(c, &ms)) != 0) {
+        fx_fail("stat", rc);
+        goto out;
+    }
+    print_master_line(&ms);
     /* Owners may join between two calls: grow until the answer fits. */
     for (int tries = 0; tries < 4; tries++) {
         fx_owner_stat *bigger = realloc(st, cap * sizeof *st);

@@ -297,6 +297,25 @@ bool proc_is_fluxon(pid_t pid)
     return any_arg(pid, is_daemon_name, NULL);
 }
 
+static bool is_etcd_name(const char *word, const void *unused)
+{
+    (void)unused;
+    const char *base = strrchr(word, '/');
+    return strcmp(base ? base + 1 : word, "etcd") == 0;
+}
+
+bool proc_is_etcd(pid_t pid)
+{
+    char path[64], buf[64];
+    size_t len;
+    if (pid <= 0)
+        return false;
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    if (fio_read_small(path, buf, sizeof buf, &len) == 0 && strcmp(buf, "etcd\n") == 0)
+        return true;
+    return any_arg(pid, is_etcd_name, NULL); /* wrapped, as proc_is_fluxon allows */
+}
+
 bool proc_has_arg(pid_t pid, const char *arg)
 {
     return pid > 0 && any_arg(pid, is_same_arg, arg);

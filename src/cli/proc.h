@@ -4,8 +4,8 @@
  * keep their pids in pid files.
  *
  * A pid file outlives the process it names, and the kernel reuses pids, so
- * nothing here signals a pid before proc_is_fluxon() has confirmed it is a
- * Fluxon daemon. Functions return 0 or -errno.
+ * nothing here signals a pid before proc_is_fluxon() (or, for the etcd of a
+ * cluster with standby masters, proc_is_etcd()) has confirmed what it runs. Functions return 0 or -errno.
  */
 #ifndef FX_CLI_PROC_H
 #define FX_CLI_PROC_H
@@ -41,6 +41,10 @@ bool proc_alive(pid_t pid);
  * one of its arguments, is fluxon-master or fluxon-owner (or another
  * "fluxon-" program, by command name). */
 bool proc_is_fluxon(pid_t pid);
+
+/* True when pid runs etcd (the member of a cluster with standby masters):
+ * its command name, or the base name of one of its arguments, is etcd. */
+bool proc_is_etcd(pid_t pid);
 
 /* True when one of pid's arguments is exactly arg (false when its command
  * line cannot be read: then it is not known to be ours). */

@@ -9,10 +9,17 @@
  * anything fails on the way it stops everything it started and shows the
  * failing daemon's log. It holds the directory lock while it works, and a
  * cluster already running in the directory is refused, not replaced.
+ *
+ * With --masters M (M >= 2) it first starts an etcd member on free loopback
+ * ports (etcd_local.h) and waits until it serves, then M masters campaigning
+ * on it (--etcd), waits until each wrote its port file and one of them leads
+ * (the leader key, read through the fx_etcd client), and gives the owners
+ * `master: etcd://127.0.0.1:PORT` so that they follow whichever leads.
  */
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/cluster_dir.h"
+#include "cli/etcd_local.h"
 #include "cli/fileio.h"
 #include "cli/proc.h"
 #include "common/mkdir_p.h"
@@ -37,13 +44,18 @@
 #include <unistd.h>
 
 #define MASTER_ADDR_TIMEOUT_MS 10000
+#define ETCD_READY_TIMEOUT_MS 30000
+#define ETCD_START_TRIES 3 /* a start that lost its port to another process */
+#define ETCD_CALL_TIMEOUT_MS 1000
+#define LEADER_TIMEOUT_MS 15000
 #define OWNER_READY_TIMEOUT_MS 30000
 #define POLL_MS 10
 #define UP_ABORT_TERM_MS 2000
 #define LOG_TAIL_LINES 20
 #define GIB (1024ull * 1024 * 1024)
-/* proc_stop() takes at most 256 pids: the owners and the master. */
+/* proc_stop() takes at most 256 pids: the owners and the masters. */
 #define UP_MAX_OWNERS 128
+#define UP_MAX_MASTERS 16
 
 /* One owner of the cluster: its files, and its pid once started. */
 struct up_owner {
@@ -57,13 +69,28 @@ struct up_owner {
     char ssd[PATH_MAX]; /* DIR/ssd<i>, its SSD tier's path (with --ssd) */
 };
 
+/* One master of the cluster: its files, its pid once started and its
+ * address once it listens. */
+struct up_master {
+    pid_t pid;
+    char name[32]; /* "master" (the one master) or "master<j>": the base of its files */
+    char pid_path[PATH_MAX];
+    char addr_path[PATH_MAX]; /* its --port-file */
+    char log[PATH_MAX];
+    char addr[256]; /* "HOST:PORT" from its port file */
+};
+
 /* What `up` has started so far, so that a failure can undo it. */
 struct up_run {
     const char *dir;
-    pid_t master;
-    char master_pid[PATH_MAX];
-    char master_addr[PATH_MAX];
-    char master_log[PATH_MAX];
+    struct up_master *masters; /* n_masters entries; pid 0 until started */
+    size_t n_masters;
+    bool standby; /* n_masters >= 2: masters on a local etcd */
+    pid_t etcd;   /* the etcd member (standby only); 0 until started */
+    char etcd_pid[PATH_MAX];
+    char etcd_log[PATH_MAX];
+    char etcd_data[PATH_MAX];
+    etcd_local etcd_conf; /* its ports and command line, once prepared */
     char secret[PATH_MAX]; /* DIR/cluster.secret, made once and kept */
     struct up_owner *owners; /* n_owners entries; pid 0 until started */
     size_t n_owners;
@@ -105,7 +132,6 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
 
 static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
 {
-    char path[PATH_MAX];
     va_list ap;
     va_start(ap, fmt);
     up_vsay(fmt, ap);
@@ -113,12 +139,15 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
     if (log)
         fio_print_tail(stderr, log, LOG_TAIL_LINES);
 
-    pid_t pids[UP_MAX_OWNERS + 1];
+    pid_t pids[UP_MAX_OWNERS + UP_MAX_MASTERS];
     size_t n = 0;
     for (size_t i = 0; i < run->n_owners; i++)
         pids[n++] = run->owners[i].pid;
-    pids[n++] = run->master;
-    if (proc_stop(pids, n, UP_ABORT_TERM_MS, CLUSTER_KILL_MS) != 0) {
+    for (size_t j = 0; j < run->n_masters; j++)
+        pids[n++] = run->masters[j].pid;
+    /* etcd last: a master that stops revokes its lease there. */
+    if (proc_stop(pids, n, UP_ABORT_TERM_MS, CLUSTER_KILL_MS) != 0 ||
+        proc_stop(&run->etcd, 1, UP_ABORT_TERM_MS, CLUSTER_KILL_MS) != 0) {
         fprintf(stderr, "fluxon up: could not stop every daemon; see 'fluxon down --dir %s'\n",
                 run->dir);
         return CLI_FAIL;
@@ -130,10 +159,14 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
     }
     if (run->ssd)
         cluster_remove_ssd_dirs(run->dir);
-    static const char *const files[] = {"master.pid", "master.addr"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if (cluster_path(path, sizeof path, run->dir, files[i]) == 0)
-            unlink(path);
+    for (size_t j = 0; j < run->n_masters; j++) {
+        unlink(run->masters[j].pid_path);
+        unlink(run->masters[j].addr_path);
+    }
+    if (run->standby) {
+        unlink(run->etcd_pid);
+        cluster_remove_tree(run->dir, CLUSTER_ETCD_DATA);
+    }
     return CLI_FAIL;
 }
 
@@ -166,31 +199,164 @@ static int parse_master_addr(char *buf)
     return (*end == '\0' && port > 0 && port <= 65535) ? 1 : -1;
 }
 
-/* Waits for the master to report where it listens. */
-static int wait_master_addr(struct up_run *run, const char *addr_path, char *addr, size_t cap)
+/* Fails `up` when a master or etcd has exited (on signal too); else
+ * CLI_OK. what ends the message: "before it was listening". */
+static int check_servers(struct up_run *run, const char *what)
 {
     char why[128];
+    if (up_signal)
+        return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
+    for (size_t j = 0; j < run->n_masters; j++) {
+        struct up_master *m = &run->masters[j];
+        if (exited(m->pid, why, sizeof why)) {
+            m->pid = 0;
+            if (run->standby)
+                return up_fail(run, m->log, "fluxon-master %s %s %s", m->name, why, what);
+            return up_fail(run, m->log, "fluxon-master %s %s", why, what);
+        }
+    }
+    if (exited(run->etcd, why, sizeof why)) {
+        run->etcd = 0;
+        return up_fail(run, run->etcd_log, "etcd %s %s", why, what);
+    }
+    return CLI_OK;
+}
+
+/* Waits for every master to report where it listens (a standby too). */
+static int wait_masters_listening(struct up_run *run)
+{
+    int rc;
     int64_t deadline = proc_now_ms() + MASTER_ADDR_TIMEOUT_MS;
     for (;;) {
-        if (up_signal)
-            return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
-        if (exited(run->master, why, sizeof why)) {
-            run->master = 0;
-            return up_fail(run, run->master_log, "fluxon-master %s before it was listening", why);
+        if ((rc = check_servers(run, "before it was listening")) != 0)
+            return rc;
+        size_t waiting = 0;
+        struct up_master *slow = NULL;
+        for (size_t j = 0; j < run->n_masters; j++) {
+            struct up_master *m = &run->masters[j];
+            if (m->addr[0])
+                continue;
+            char addr[sizeof m->addr];
+            if (fio_read_small(m->addr_path, addr, sizeof addr, NULL) == 0) {
+                int ok = parse_master_addr(addr);
+                if (ok > 0) {
+                    memcpy(m->addr, addr, sizeof addr);
+                    continue;
+                }
+                if (ok < 0)
+                    return up_fail(run, m->log, "%s holds '%s', not HOST:PORT", m->addr_path,
+                                   addr);
+            }
+            slow = m;
+            waiting++;
         }
-        if (fio_read_small(addr_path, addr, cap, NULL) == 0) {
-            int ok = parse_master_addr(addr);
-            if (ok > 0)
-                return CLI_OK;
-            if (ok < 0)
-                return up_fail(run, run->master_log, "%s holds '%s', not HOST:PORT", addr_path,
-                               addr);
-        }
+        if (waiting == 0)
+            return CLI_OK;
         if (proc_now_ms() >= deadline)
-            return up_fail(run, run->master_log, "fluxon-master did not write %s within %d s",
-                           addr_path, MASTER_ADDR_TIMEOUT_MS / 1000);
+            return up_fail(run, slow->log, "fluxon-master did not write %s within %d s",
+                           slow->addr_path, MASTER_ADDR_TIMEOUT_MS / 1000);
         proc_sleep_ms(POLL_MS);
     }
+}
+
+/* A client of the local etcd with short timeouts (up polls it). */
+static etcd_client *local_etcd_client(struct up_run *run, char *err, size_t errlen)
+{
+    etcd_client_conf conf = {.connect_timeout_ms = ETCD_CALL_TIMEOUT_MS,
+                             .request_timeout_ms = ETCD_CALL_TIMEOUT_MS};
+    int code = 0;
+    return etcd_client_new(run->etcd_conf.endpoint, &conf, &code, err, errlen);
+}
+
+/* Waits until the etcd just started serves (a read of the leader key gets
+ * an answer). Returns CLI_OK; -EAGAIN when etcd exited first and another
+ * try on new ports is left (run->etcd is then 0); else fails `up`. */
+static int wait_etcd_serving(struct up_run *run, bool last_try)
+{
+    char err[512] = "", why[128];
+    etcd_client *c = local_etcd_client(run, err, sizeof err);
+    if (!c)
+        return up_fail(run, NULL, "etcd client: %s", err);
+    int rc;
+    int64_t deadline = proc_now_ms() + ETCD_READY_TIMEOUT_MS;
+    for (;;) {
+        if (!last_try && exited(run->etcd, why, sizeof why)) {
+            run->etcd = 0; /* its ports were taken meanwhile, most likely */
+            rc = -EAGAIN;
+            break;
+        }
+        if ((rc = check_servers(run, "before it served")) != 0)
+            break;
+        leader_record rec;
+        int64_t term;
+        if (etcd_local_leader(c, CLUSTER_NAME, &rec, &term, err, sizeof err) >= 0)
+            break; /* rc is CLI_OK */
+        if (proc_now_ms() >= deadline) {
+            rc = up_fail(run, run->etcd_log, "etcd did not serve on %s within %d s (last try: %s)",
+                         run->etcd_conf.endpoint, ETCD_READY_TIMEOUT_MS / 1000, err);
+            break;
+        }
+        proc_sleep_ms(5 * POLL_MS);
+    }
+    etcd_client_free(c);
+    return rc;
+}
+
+/* Starts the etcd member on free loopback ports and waits until it serves;
+ * a start whose port another process took in between is tried again. */
+static int start_etcd(struct up_run *run, const char *etcd_bin)
+{
+    int rc = -EAGAIN;
+    for (int attempt = 0; attempt < ETCD_START_TRIES && rc == -EAGAIN; attempt++) {
+        cluster_remove_tree(run->dir, CLUSTER_ETCD_DATA); /* a failed try's, or stale */
+        if ((rc = etcd_local_prepare(&run->etcd_conf, etcd_bin, run->etcd_data)) != 0)
+            return up_fail(run, NULL, "cannot prepare etcd's ports: %s", strerror(-rc));
+        if ((rc = proc_spawn(run->etcd_conf.argv, run->etcd_log, &run->etcd)) != 0)
+            return up_fail(run, NULL, "cannot start %s: %s", etcd_bin, strerror(-rc));
+        if ((rc = proc_pidfile_write(run->etcd_pid, run->etcd)) != 0)
+            return up_fail(run, NULL, "cannot write %s: %s", run->etcd_pid, strerror(-rc));
+        rc = wait_etcd_serving(run, attempt + 1 == ETCD_START_TRIES);
+    }
+    return rc;
+}
+
+/* Waits until one of the masters leads: the leader key names its pid. */
+static int wait_leader(struct up_run *run)
+{
+    char err[512] = "", last[600] = "";
+    etcd_client *c = local_etcd_client(run, err, sizeof err);
+    if (!c)
+        return up_fail(run, NULL, "etcd client: %s", err);
+    int rc;
+    int64_t deadline = proc_now_ms() + LEADER_TIMEOUT_MS;
+    for (;;) {
+        if ((rc = check_servers(run, "before a master led")) != 0)
+            break;
+        leader_record rec;
+        int64_t term = 0;
+        int found = etcd_local_leader(c, CLUSTER_NAME, &rec, &term, err, sizeof err);
+        if (found < 0)
+            snprintf(last, sizeof last, " (last try: %s)", err);
+        else if (found == 0)
+            snprintf(last, sizeof last, " (no leader key yet)");
+        else
+            snprintf(last, sizeof last, " (the leader key names pid %lld at %.300s, not ours)",
+                     (long long)rec.pid, rec.addr);
+        for (size_t j = 0; found > 0 && j < run->n_masters; j++)
+            if (rec.pid == run->masters[j].pid) {
+                rc = CLI_OK;
+                goto out;
+            }
+        if (proc_now_ms() >= deadline) {
+            rc = up_fail(run, run->masters[0].log, "no master led on etcd %s within %d s%s",
+                         run->etcd_conf.endpoint, LEADER_TIMEOUT_MS / 1000, last);
+            break;
+        }
+        proc_sleep_ms(5 * POLL_MS);
+    }
+out:
+    etcd_client_free(c);
+    return rc;
 }
 
 /* Writes s as a YAML scalar: plain when it is a simple word (as a path or
@@ -350,11 +516,9 @@ static int wait_owners_ready(struct up_run *run, int timeout_ms)
             slow = o;
             waiting++;
         }
-        if (exited(run->master, why, sizeof why)) {
-            run->master = 0;
-            return up_fail(run, run->master_log, "fluxon-master %s while the owners started",
-                           why);
-        }
+        int rc = check_servers(run, "while the owners started");
+        if (rc != 0)
+            return rc;
         if (waiting == 0)
             return CLI_OK;
         if (proc_now_ms() >= deadline)
@@ -399,16 +563,37 @@ static int usage_error(const char *fmt, ...)
     return cli_args_exit(ARGS_ERROR);
 }
 
-/* Fills the paths of the master and of every owner. */
+/* Writes "DIR/<base>.<ext>" into out; 0 or -ENAMETOOLONG. */
+static int base_path(char *out, size_t cap, const char *dir, const char *base, const char *ext)
+{
+    int n = snprintf(out, cap, "%s/%s.%s", dir, base, ext);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* Fills the paths of the masters (and etcd), and of every owner. */
 static int up_paths(struct up_run *run)
 {
     const char *dir = run->dir;
-    if (cluster_path(run->master_pid, sizeof run->master_pid, dir, "master.pid") ||
-        cluster_path(run->master_addr, sizeof run->master_addr, dir, "master.addr") ||
-        cluster_path(run->master_log, sizeof run->master_log, dir, "master.log") ||
-        cluster_path(run->secret, sizeof run->secret, dir, "cluster.secret")) {
+    if (cluster_path(run->secret, sizeof run->secret, dir, "cluster.secret") ||
+        cluster_path(run->etcd_pid, sizeof run->etcd_pid, dir, CLUSTER_ETCD_PID) ||
+        cluster_path(run->etcd_log, sizeof run->etcd_log, dir, "etcd.log") ||
+        cluster_path(run->etcd_data, sizeof run->etcd_data, dir, CLUSTER_ETCD_DATA)) {
         fprintf(stderr, "fluxon up: %s: path too long\n", dir);
         return CLI_FAIL;
+    }
+    for (size_t j = 0; j < run->n_masters; j++) {
+        struct up_master *m = &run->masters[j];
+        /* One master keeps the names it always had. */
+        if (run->standby)
+            snprintf(m->name, sizeof m->name, "master%zu", j);
+        else
+            snprintf(m->name, sizeof m->name, "master");
+        if (base_path(m->pid_path, sizeof m->pid_path, dir, m->name, "pid") ||
+            base_path(m->addr_path, sizeof m->addr_path, dir, m->name, "addr") ||
+            base_path(m->log, sizeof m->log, dir, m->name, "log")) {
+            fprintf(stderr, "fluxon up: %s: path too long\n", dir);
+            return CLI_FAIL;
+        }
     }
     for (size_t i = 0; i < run->n_owners; i++) {
         struct up_owner *o = &run->owners[i];
@@ -431,22 +616,60 @@ static int up_paths(struct up_run *run)
     return CLI_OK;
 }
 
-/* The pid of a Fluxon daemon named by DIR/master.pid or any DIR/owner*.pid
- * (a cluster started with more owners counts too), else 0. */
+/* The pid of a daemon named by DIR/master*.pid, any DIR/owner*.pid or
+ * DIR/etcd.pid (a cluster started with more owners or masters counts too),
+ * else 0. */
 static pid_t running_daemon(const char *dir)
 {
-    pid_t running = cluster_live_daemon(dir, "master.pid");
-    char *names[CLUSTER_MAX_OWNERS];
-    int n = cluster_list(dir, "owner", ".pid", names, CLUSTER_MAX_OWNERS);
-    for (int i = 0; i < n && !running; i++)
-        running = cluster_live_daemon(dir, names[i]);
-    if (n > 0)
-        cluster_names_free(names, (size_t)n);
+    static const char *const kinds[] = {"master", "owner"};
+    pid_t running = cluster_live_daemon(dir, CLUSTER_ETCD_PID);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !running; k++) {
+        char *names[CLUSTER_MAX_OWNERS];
+        int n = cluster_list(dir, kinds[k], ".pid", names, CLUSTER_MAX_OWNERS);
+        for (int i = 0; i < n && !running; i++)
+            running = cluster_live_daemon(dir, names[i]);
+        if (n > 0)
+            cluster_names_free(names, (size_t)n);
+    }
     return running;
 }
 
-/* Starts the master, then every owner, and waits until all answer. */
-static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint64_t dram)
+/* Starts each master (on etcd: after etcd, with --etcd) and waits until
+ * each listens; on etcd, also until one leads. */
+static int start_masters(struct up_run *run, char *master_bin)
+{
+    int rc;
+    for (size_t j = 0; j < run->n_masters; j++) {
+        struct up_master *m = &run->masters[j];
+        if (up_signal)
+            return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
+        char *argv[16] = {master_bin,   "--listen",       "127.0.0.1:0",
+                          "--port-file", m->addr_path,    "--cluster-name",
+                          CLUSTER_NAME,  "--secret-file", run->secret};
+        size_t n = 9;
+        if (run->cache_budget) {
+            argv[n++] = "--cache-budget";
+            argv[n++] = (char *)run->cache_budget;
+        }
+        if (run->standby) {
+            argv[n++] = "--etcd";
+            argv[n++] = run->etcd_conf.endpoint;
+        }
+        argv[n] = NULL;
+        if ((rc = proc_spawn(argv, m->log, &m->pid)) != 0)
+            return up_fail(run, NULL, "cannot start %s: %s", master_bin, strerror(-rc));
+        if ((rc = proc_pidfile_write(m->pid_path, m->pid)) != 0)
+            return up_fail(run, NULL, "cannot write %s: %s", m->pid_path, strerror(-rc));
+    }
+    if ((rc = wait_masters_listening(run)) != 0)
+        return rc;
+    return run->standby ? wait_leader(run) : CLI_OK;
+}
+
+/* Starts the master (or etcd and the masters), then every owner, and waits
+ * until all answer. */
+static int up_start(struct up_run *run, char *master_bin, char *owner_bin, const char *etcd_bin,
+                    uint64_t dram)
 {
     const char *dir = run->dir;
     int rc;
@@ -462,11 +685,14 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
         return CLI_FAIL;
     }
     /* Leftovers of a cluster that died: a stale master.addr would be read as
-     * the new master's address, and stale owner pid files (perhaps of more
-     * owners than now) would be taken for this cluster's by `down`. */
-    unlink(run->master_addr);
-    unlink(run->master_pid);
+     * the new master's address, stale pid files (perhaps of more owners or
+     * masters than now) would be taken for this cluster's by `down`, and a
+     * stale etcd.data would keep the old member's ports. */
+    cluster_remove_matching(dir, "master", ".addr");
+    cluster_remove_matching(dir, "master", ".pid");
     cluster_remove_matching(dir, "owner", ".pid");
+    unlink(run->etcd_pid);
+    cluster_remove_tree(dir, CLUSTER_ETCD_DATA);
     /* A socket that still answers belongs to an owner nobody tracks (its pid
      * file lost): taking the path would cut it off from its clients. */
     for (size_t i = 0; i < run->n_owners; i++) {
@@ -487,21 +713,12 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
 
     catch_signals();
 
-    char *master_argv[] = {master_bin,       "--listen",       "127.0.0.1:0",  "--port-file",
-                           run->master_addr, "--cluster-name", CLUSTER_NAME,   "--secret-file",
-                           run->secret,      NULL,             NULL,           NULL};
-    if (run->cache_budget) {
-        master_argv[9] = "--cache-budget";
-        master_argv[10] = (char *)run->cache_budget;
-    }
-    if ((rc = proc_spawn(master_argv, run->master_log, &run->master)) != 0)
-        return up_fail(run, NULL, "cannot start %s: %s", master_bin, strerror(-rc));
-    if ((rc = proc_pidfile_write(run->master_pid, run->master)) != 0)
-        return up_fail(run, NULL, "cannot write %s: %s", run->master_pid, strerror(-rc));
-
-    char addr[256];
-    if ((rc = wait_master_addr(run, run->master_addr, addr, sizeof addr)) != 0)
+    if (run->standby && (rc = start_etcd(run, etcd_bin)) != 0)
         return rc;
+    if ((rc = start_masters(run, master_bin)) != 0)
+        return rc;
+    /* The owners dial the one master, or find the leader through etcd. */
+    const char *master = run->standby ? run->etcd_conf.locator : run->masters[0].addr;
 
     for (size_t i = 0; i < run->n_owners; i++) {
         struct up_owner *o = &run->owners[i];
@@ -509,7 +726,7 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
             return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
         if (run->ssd && (rc = mkdir_p(o->ssd, 0777, 0700)) != 0)
             return up_fail(run, NULL, "cannot create %s: %s", o->ssd, strerror(-rc));
-        if ((rc = write_owner_yaml(o->yaml, addr, o->name, run->secret, dram, o->sock,
+        if ((rc = write_owner_yaml(o->yaml, master, o->name, run->secret, dram, o->sock,
                                    run->ssd ? o->ssd : NULL, run->ssd)) != 0)
             return up_fail(run, NULL, "cannot write %s: %s", o->yaml, strerror(-rc));
         char *owner_argv[] = {owner_bin, "--config", o->yaml, NULL};
@@ -535,12 +752,13 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, uint6
 int cli_up(int argc, char **argv)
 {
     const char *dir_opt = NULL, *dram_opt = NULL, *ssd_opt = NULL, *owners_opt = NULL;
-    const char *bin_dir = NULL, *budget_opt = NULL, *pos[1];
+    const char *bin_dir = NULL, *budget_opt = NULL, *masters_opt = NULL, *pos[1];
     size_t npos;
     const struct args_opt opts[] = {
         {"--dir", NULL, &dir_opt, NULL},          {"--dram", NULL, &dram_opt, NULL},
         {"--ssd", NULL, &ssd_opt, NULL},          {"--owners", NULL, &owners_opt, NULL},
         {"--bin-dir", NULL, &bin_dir, NULL},      {"--cache-budget", NULL, &budget_opt, NULL},
+        {"--masters", NULL, &masters_opt, NULL},
     };
     const struct args_spec spec = {"up", opts, sizeof opts / sizeof opts[0], NULL, 0, 0};
     int rc = args_parse(&spec, argc, argv, pos, &npos);
@@ -557,6 +775,18 @@ int cli_up(int argc, char **argv)
                                owners_opt);
         if (owners > UP_MAX_OWNERS)
             return usage_error("--owners %ld is more than %d", owners, UP_MAX_OWNERS);
+    }
+    long masters = 1;
+    if (masters_opt) {
+        char *end;
+        errno = 0;
+        masters = strtol(masters_opt, &end, 10);
+        if (errno || end == masters_opt || *end || masters < 1)
+            return usage_error("invalid --masters '%s' (expected a positive integer: 1 for one "
+                               "master, 2 or more for standby masters on etcd)",
+                               masters_opt);
+        if (masters > UP_MAX_MASTERS)
+            return usage_error("--masters %ld is more than %d", masters, UP_MAX_MASTERS);
     }
     uint64_t ssd = 0;
     if (ssd_opt && (size_parse(ssd_opt, &ssd) != 0 || ssd < 512))
@@ -576,7 +806,7 @@ int cli_up(int argc, char **argv)
         return usage_error("invalid --dram '%s' (expected a size such as 512MB or 2GB)",
                            dram_opt);
 
-    char master_bin[PATH_MAX], owner_bin[PATH_MAX];
+    char master_bin[PATH_MAX], owner_bin[PATH_MAX], etcd_bin[PATH_MAX] = "";
     const char *missing = NULL;
     if (proc_find_binary("fluxon-master", bin_dir, master_bin, sizeof master_bin) != 0)
         missing = "fluxon-master";
@@ -587,25 +817,39 @@ int cli_up(int argc, char **argv)
                 bin_dir ? "in " : "beside this program or in PATH", bin_dir ? bin_dir : "");
         return CLI_FAIL;
     }
+    /* etcd is not ours: --bin-dir first, else beside this program or in PATH. */
+    if (masters > 1 && (!bin_dir || proc_find_binary("etcd", bin_dir, etcd_bin,
+                                                     sizeof etcd_bin) != 0) &&
+        proc_find_binary("etcd", NULL, etcd_bin, sizeof etcd_bin) != 0) {
+        fprintf(stderr, "fluxon up: --masters %ld needs etcd, and there is no executable etcd "
+                        "%s beside this program or in PATH (Debian package etcd-server)\n",
+                masters, bin_dir ? "in --bin-dir," : "");
+        return CLI_FAIL;
+    }
 
     char default_dir[PATH_MAX], dir[PATH_MAX];
     cli_default_dir(default_dir, sizeof default_dir);
     if ((rc = prepare_dir(dir_opt ? dir_opt : default_dir, !dir_opt, dir, sizeof dir)) != 0)
         return rc;
 
-    struct up_run run = {
-        .dir = dir, .n_owners = (size_t)owners, .ssd = ssd, .cache_budget = budget_opt};
+    struct up_run run = {.dir = dir,
+                         .n_masters = (size_t)masters,
+                         .standby = masters > 1,
+                         .n_owners = (size_t)owners,
+                         .ssd = ssd,
+                         .cache_budget = budget_opt};
     run.owners = calloc(run.n_owners, sizeof *run.owners);
-    if (!run.owners) {
+    run.masters = calloc(run.n_masters, sizeof *run.masters);
+    if (!run.owners || !run.masters) {
         fprintf(stderr, "fluxon up: %s\n", strerror(ENOMEM));
-        return CLI_FAIL;
+        rc = CLI_FAIL;
+    } else if (cluster_lock("up", dir, true) < 0) {
+        rc = CLI_FAIL;
+    } else {
+        rc = up_start(&run, master_bin, owner_bin, etcd_bin, dram);
+        cluster_unlock();
     }
-    if (cluster_lock("up", dir, true) < 0) {
-        free(run.owners);
-        return CLI_FAIL;
-    }
-    rc = up_start(&run, master_bin, owner_bin, dram);
-    cluster_unlock();
     free(run.owners);
+    free(run.masters);
     return rc;
 }

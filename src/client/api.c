@@ -1,6 +1,6 @@
 /*
- * api.c - fx_get, fx_get_into, fx_delete, fx_stat and fx_ping (puts are in
- * put.c, batches in batch.c).
+ * api.c - fx_get, fx_get_into, fx_delete, fx_stat, fx_stat_master and fx_ping
+ * (puts are in put.c, batches in batch.c).
  *
  * get: the weak index first, else ExternalGet, whose answer is an
  * (offset, len, holder id) in the segment, checked against the segment size
@@ -129,6 +129,28 @@ int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
         d->misses = o->misses;
         snprintf(d->name, sizeof d->name, "%s", o->name ? o->name : "");
     }
+    msg_free(m);
+    return 0;
+}
+
+int fx_stat_master(fx_client *c, fx_master_stat *out)
+{
+    client_clear_error();
+    if (!c || !out)
+        return client_fail(FX_EINVAL, "%s is NULL", !c ? "client" : "out");
+    Fx__StatReq req = FX__STAT_REQ__INIT;
+    ProtobufCMessage *m;
+    int r = client_request(c, MSG_EXT_STAT, &req.base, &m);
+    if (r) {
+        msg_free(m);
+        return r;
+    }
+    Fx__StatResp *s = (Fx__StatResp *)m;
+    memset(out, 0, sizeof *out);
+    snprintf(out->addr, sizeof out->addr, "%s", s->master_addr ? s->master_addr : "");
+    out->term = s->master_term;
+    out->pid = s->master_pid;
+    snprintf(out->host, sizeof out->host, "%s", s->master_host ? s->master_host : "");
     msg_free(m);
     return 0;
 }

@@ -106,6 +106,7 @@ typedef struct master {
     election *election;            /* election.c: with --etcd, NULL otherwise */
     bool leading;                  /* election.c: won the election (always false without etcd) */
     uint64_t term;                 /* election.c: our term as leader (0 without etcd) */
+    char advertised[300];          /* server.c master_start: the HOST:PORT told to others */
     int exit_code;                 /* main's exit status once the loop ends */
     alloc_waiter *alloc_waiters;   /* alloc_wait.c: requests waiting for room */
     alloc_waiter *alloc_replaying; /* the waiter being replayed, if any */

@@ -285,9 +285,9 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     if (m->authenticated)
         net_listener_require_auth(m->listener, &m->cluster_key);
     int port = net_listener_port(m->listener);
-    char advertised[300];
-    advertised_address(m, port, advertised, sizeof advertised);
-    FX_LOG(INFO, "listening on %s (port %d), advertised as %s", m->cfg.listen, port, advertised);
+    advertised_address(m, port, m->advertised, sizeof m->advertised);
+    FX_LOG(INFO, "listening on %s (port %d), advertised as %s", m->cfg.listen, port,
+           m->advertised);
     uv_timer_init(loop, &m->sweep_timer);
     m->sweep_timer.data = m;
     uv_update_time(loop);
@@ -301,14 +301,14 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
         return err;
     if (m->cfg.etcd) {
         char why[512];
-        if (master_election_start(m, advertised, why, sizeof why) < 0) {
+        if (master_election_start(m, m->advertised, why, sizeof why) < 0) {
             FX_LOG(ERROR, "%s", why);
             return -EINVAL;
         }
     }
     /* Last: the port file says that the master is ready, HTTP included (a
      * standby is ready to take over). */
-    if (port_file && (err = write_port_file(port_file, advertised)) < 0) {
+    if (port_file && (err = write_port_file(port_file, m->advertised)) < 0) {
         FX_LOG(ERROR, "cannot write port file %s: %s", port_file, strerror(-err));
         return err;
     }

@@ -1,7 +1,8 @@
 /*
  * stat.c - per-owner capacity, usage and hit counters (Stat), the figures
- * behind `fluxon stat` and the HTTP metrics; RouteInfo, where a key's current
- * version lives.
+ * behind `fluxon stat` and the HTTP metrics, with the answering master's
+ * address, term, pid and host; RouteInfo, where a key's current version
+ * lives.
  *
  * Stat also splits each owner's used bytes: replica_bytes are held by route
  * memory replicas, holding_bytes only by get holders (temporaries and replicas
@@ -13,6 +14,7 @@
 #include "master/replica_cache.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "fluxon/fluxon.h"
 
@@ -89,6 +91,13 @@ void master_on_stat(master *m, net_conn *c, const frame_hdr *h)
     resp.n_owners = i;
     resp.owners = ptrs;
     resp.routes = m->routes.count;
+    /* Who answers: `fluxon stat` names the leader (and, on its own host, its pid). */
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    resp.master_addr = m->advertised;
+    resp.master_term = m->term;
+    resp.master_pid = getpid();
+    resp.master_host = host;
     net_reply(c, h, &resp.base);
     free(stats);
     free(ptrs);

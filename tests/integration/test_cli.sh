@@ -2,6 +2,7 @@
 # test_cli.sh - the `fluxon` command as a user runs it: up, put (file and
 # stdin), get (-o, -v, miss), del, stat, down; pid and socket files; startup
 # errors of fluxon-owner naming the key with exit code 2; nothing left running.
+# stat's first line names the master (address, term 0, the pid of master.pid).
 # Then `up --owners 3`: three sockets, pid files and processes, stat listing
 # three owners, put/get through one socket, and a down that stops them all.
 # A get through another owner than the put's reads the same value.
@@ -99,7 +100,7 @@ check "an owner on a served socket exits 2 (got $rc)" test $rc -eq 2
 check "it names client_socket and says it is served ($out)" \
   grep -q 'client_socket: .*another process' <<<"$out"
 check "the running owner still serves its socket" bash -c "'$bin/fluxon' stat | grep -q '^owner0 '"
-check "no second owner joined" test "$("$bin/fluxon" stat | wc -l)" -eq 1
+check "no second owner joined" test "$("$bin/fluxon" stat | grep -vc '^master ')" -eq 1
 printf 'precious\n' > "$dir/not-a-socket"
 out=$(timeout 20 "$bin/fluxon-owner" --config "$dir/intruder.yaml" --client-socket "$dir/not-a-socket" 2>&1)
 rc=$?
@@ -123,6 +124,13 @@ done
 check "stat shows memory_used=0 after deleting everything (got '$used')" test "$used" = "0"
 check "stat shows the capacity" bash -c "'$bin/fluxon' stat | grep -q 'memory_capacity=268435456'"
 check "stat ends with the SSD error count" bash -c "'$bin/fluxon' stat | grep -q ' ssd_errors=0\$'"
+# The first line names the master: without etcd, term 0 and (on this host)
+# the pid of master.pid.
+first=$("$bin/fluxon" stat | head -n 1)
+check "stat's first line is the master's ($first)" \
+  grep -Eq '^master leader=[^ ]+:[0-9]+ term=0 pid=[0-9]+$' <<<"$first"
+check "with the pid of master.pid ($mpid)" test "${first##* pid=}" = "$mpid"
+check "and its address from master.addr" test "${first%% term=*}" = "master leader=$(cat "$dir/master.addr")"
 
 # Owner startup errors: a clear message naming the key, exit code 2.
 owner_err() { # owner_err KEY YAML_BODY

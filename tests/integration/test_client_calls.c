@@ -14,7 +14,8 @@
  *            put_copy.c), alone and in a batch where the ping falls inside
  *            a value, are stored intact and the connection stays in step;
  *   null     NULL clients, out pointers and holders are FX_EINVAL (or NULL /
- *            0), never a crash.
+ *            0), never a crash;
+ *   master   fx_stat_master names the master: address, term 0, pid, host.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -268,6 +269,10 @@ static void test_null_args(test_cluster *tc)
               fx_stat(c, NULL, 1, &n) == FX_EINVAL,
           "fx_stat with a NULL client, n or out");
     CHECK(fx_stat(c, NULL, 0, &n) == 0 && n == 2, "fx_stat counting only (%zu owners)", n);
+    fx_master_stat ms = {.term = 7};
+    CHECK(fx_stat_master(NULL, &ms) == FX_EINVAL && fx_stat_master(c, NULL) == FX_EINVAL &&
+              ms.term == 7,
+          "fx_stat_master with a NULL client or out leaves out alone");
     CHECK(fx_get_size(c, "nul", 3, NULL) == FX_EINVAL &&
               strstr(fx_last_error_detail(), "size is NULL") != NULL,
           "fx_get_size with size NULL (%s)", fx_last_error_detail());
@@ -294,6 +299,27 @@ static void test_null_args(test_cluster *tc)
     fx_close(NULL);
 }
 
+/* fx_stat_master names the master that answers: its port file's address,
+ * term 0 (no etcd), its pid and this host. */
+static void test_stat_master(test_cluster *tc)
+{
+    int err;
+    fx_client *c = fx_connect(tc->sockets[1], &err);
+    REQUIRE(c, "connect: %d", err);
+    fx_master_stat ms;
+    memset(&ms, 0xff, sizeof ms);
+    char here[256] = "";
+    gethostname(here, sizeof here - 1);
+    CHECK(fx_stat_master(c, &ms) == 0, "fx_stat_master: %s", fx_last_error_detail());
+    CHECK(strcmp(ms.addr, tc->master_addr) == 0, "the master's address (%.300s, want %s)",
+          ms.addr, tc->master_addr);
+    CHECK(ms.term == 0, "term 0 without etcd (%llu)", (unsigned long long)ms.term);
+    CHECK(ms.pid == tc->master_pid, "the master's pid (%lld, want %d)", (long long)ms.pid,
+          (int)tc->master_pid);
+    CHECK(strcmp(ms.host, here) == 0, "this host (%.256s, want %s)", ms.host, here);
+    fx_close(c);
+}
+
 int main(void)
 {
     test_cluster tc;
@@ -304,6 +330,7 @@ int main(void)
     test_put_begin(&tc);
     test_large(&tc);
     test_null_args(&tc);
+    test_stat_master(&tc);
     CHECK(cluster_stop(&tc) == 0, "clean stop");
     return test_finish();
 }
