@@ -148,10 +148,10 @@ void master_index_drop_route(master *m, route *r, index_wait *w, uint32_t skip)
     for (size_t i = 0; i < r->n_replicas; i++) {
         replica *rep = &r->replicas[i];
         member *mb = master_member(m, rep->node_id);
-        if (!mb || mb->tomb_tag != rep->tomb_tag)
-            continue; /* that incarnation's replicas died with it */
+        if (!mb || mb->tomb_tag != rep->tomb_tag || mb->node_id == skip)
+            continue; /* died with its incarnation, or the requester (it applies this itself) */
         master_index_drop_upto(mb, r->key, r->klen, r->pid);
-        if (w && mb->node_id != skip)
+        if (w)
             master_index_wait_on(w, mb);
     }
     for (size_t i = 0; w && i < r->n_cached_by; i++) {

@@ -42,8 +42,9 @@ void master_index_drop_memory(member *mb, const char *key, size_t klen, put_id p
 
 /* Queues the drop of r's version (DROP_UPTO) to every live owner holding a
  * replica of it, and adds those owners and the ones that cached it (their
- * invalidation is queued by invalidation.c) to w when w is not NULL, except
- * skip (the requester, which applies the change itself). */
+ * invalidation is queued by invalidation.c) to w when w is not NULL; skip
+ * (the requester, which applies the change itself when the answer reaches
+ * it) gets nothing. */
 typedef struct index_wait index_wait;
 void master_index_drop_route(master *m, route *r, index_wait *w, uint32_t skip);
 

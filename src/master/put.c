@@ -215,9 +215,10 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
      * replica's owner when it is not the requester's, and every other owner
      * that held or cached the version it replaced. */
     index_wait *w = master_index_wait_new(m);
-    master_index_publish(target, r->key, r->klen, r->pid, target_alloc->offset, r->len);
-    if (target != mb)
+    if (target != mb) { /* the requester's own owner indexes its put itself */
+        master_index_publish(target, r->key, r->klen, r->pid, target_alloc->offset, r->len);
         master_index_wait_on(w, target);
+    }
     if (old) {
         master_invalidate_route(m, old);
         master_index_drop_route(m, old, w, mb->node_id);

@@ -21,7 +21,9 @@
  * Recovery ends when every member named by a report (the reporters and the
  * member tables they had) has reported or came back as a new owner under the
  * same node_name, or after RECOVERY_GRACE_MS when only new owners came (a
- * new cluster), or at the latest after two heartbeat timeouts. Until then requests are refused as MasterUnavailable (owners do
+ * new cluster), or at the latest two heartbeat timeouts after the start or
+ * after the last report chunk received (heartbeat timeouts are not judged
+ * meanwhile: a report's own heartbeats wait behind it). Until then requests are refused as MasterUnavailable (owners do
  * not send any before their report is answered, which happens at the end),
  * and owners registering without an identity wait for the end, so that the
  * node ids they get are above every reported one. An owner that registers
@@ -358,6 +360,15 @@ void master_on_recovery_report(master *m, member *mb, net_conn *c, const frame_h
         net_reply_error(c, h, FX_EINVAL, "RecoveryReport after this member's report ended");
         return;
     }
+    /* A chunk is a sign of life: its heartbeats wait behind the rest of its
+     * report on the same connection (a million keys take seconds). */
+    uv_update_time(m->loop);
+    mb->last_heartbeat_ms = master_now_ms(m);
+    /* Reports still coming in: the phase's bound counts from the last one
+     * (a million keys per owner take seconds to take). */
+    uint64_t bound = mb->last_heartbeat_ms + 2 * m->cfg.heartbeat_timeout_ms;
+    if (m->recovery && m->recovery->deadline_ms < bound)
+        m->recovery->deadline_ms = bound;
     if (mb->recovering && m->recovery)
         for (size_t i = 0; i < req->n_entries; i++)
             take_entry(m, mb, req->entries[i]);
@@ -432,8 +443,10 @@ static void finish(master *m, const char *why)
     recovery *rc = m->recovery;
     m->recovery = NULL;
     member *mb, *tmp;
+    uv_update_time(m->loop);
     HASH_ITER(hh, m->members, mb, tmp) {
         mb->recovering = false;
+        mb->last_heartbeat_ms = master_now_ms(m); /* they waited for others' reports */
     }
     FX_LOG(INFO, "recovery ended (%s) after %llu ms: %llu keys from %zu owners, %llu stale "
                  "versions dropped",

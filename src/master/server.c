@@ -71,7 +71,8 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         return;
     }
     if (!mb->ready && h->type != MSG_HEARTBEAT && h->type != MSG_RECOVERY_REPORT &&
-        h->type != MSG_BATCH_DELETE_ACK) {
+        h->type != MSG_BATCH_DELETE_ACK && h->type != MSG_SSD_REPLICA_COMMIT) {
+        /* (A commit answers a persist recovery itself asked for.) */
         /* Owners wait for the answer to their report (given when recovery
          * ends) before they send anything else. */
         net_reply_error(c, h, FX_EMASTER, "MasterUnavailable: %s before this member's "
@@ -200,7 +201,8 @@ static void on_sweep(uv_timer_t *t)
         return;
     master_sweep_inflight(m);
     master_sweep_leases(m);
-    master_check_heartbeats(m);
+    if (!m->recovery) /* recovery's end gives every member a fresh start */
+        master_check_heartbeats(m);
     for (int i = 0; i < 64; i++) { /* each leave may release waits on others */
         member *stuck = master_index_overdue(m);
         if (!stuck)
