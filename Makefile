@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-control bench-hitrate bench-pressure bench-smoke bench-ssd bench-ssd-refill fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-smoke bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -56,6 +56,19 @@ bench-cluster: build
 # next to one Unix-socket round trip: the fixed cost of a remote get (docs/benchmarks.md).
 bench-control: build
 	@./scripts/hugepages.sh $$(( 2 * 1024 * 1048576 )) && $(BUILD)/bench/fx_bench_control
+
+# Failover (issue 20): etcd, two masters, three owners; FAILOVER_KILLS (default 10)
+# kill -9 of the leader, each timed to the new leader (etcd) and to the first
+# successful put (docs/benchmarks.md). Needs /usr/bin/etcd; about 5 s a kill.
+bench-failover: build
+	@$(BUILD)/bench/fx_bench_failover $(FAILOVER_KILLS)
+
+# Recovery (issue 20): one master and two owners holding N values of 256 bytes
+# (RECOVERY_NS, default 10k,100k,1M); kill -9 of the master and its restart, timed
+# to the first get that needs it and to its "recovery ended" (docs/benchmarks.md).
+# The 1M case fills for about a minute and takes 2 x 326 MiB of segments.
+bench-recovery: build
+	@$(BUILD)/bench/fx_bench_recovery $(RECOVERY_NS)
 
 # Hit rate of the master's replica eviction policy against LRU and Belady's MIN on
 # seeded Zipf traces: simulated, then replayed on a one-owner cluster with a

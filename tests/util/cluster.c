@@ -37,10 +37,42 @@ const char *cluster_bin(const char *name)
 
 pid_t cluster_spawn(char *const argv[], const char *log)
 {
+    return cluster_spawn_env(argv, NULL, log);
+}
+
+extern char **environ;
+
+pid_t cluster_spawn_env(char *const argv[], const char *const *env, const char *log)
+{
+    /* The environment is built before the fork: the child of a threaded
+     * program may only call async-signal-safe functions (no malloc). */
+    size_t n_env = 0, n_extra = 0;
+    while (environ && environ[n_env])
+        n_env++;
+    while (env && env[n_extra])
+        n_extra++;
+    char **envp = calloc(n_env + n_extra + 1, sizeof *envp);
+    if (!envp)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++) {
+        bool replaced = false; /* NAME=... in env replaces NAME from ours */
+        for (size_t j = 0; j < n_extra && !replaced; j++) {
+            size_t name = strcspn(env[j], "=");
+            replaced = strncmp(environ[i], env[j], name + 1) == 0;
+        }
+        if (!replaced)
+            envp[k++] = environ[i];
+    }
+    for (size_t j = 0; j < n_extra; j++)
+        envp[k++] = (char *)env[j];
+    envp[k] = NULL;
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid != 0)
+    if (pid != 0) {
+        free(envp);
         return pid;
+    }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(127);
@@ -52,7 +84,7 @@ pid_t cluster_spawn(char *const argv[], const char *log)
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0)
         dup2(devnull, 0);
-    execv(argv[0], argv);
+    execve(argv[0], argv, envp);
     _exit(127);
 }
 
@@ -306,24 +338,24 @@ static void cluster_abandon(void *arg);
 
 static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
                          const cluster_addrs *addrs, const char *const *master_args,
-                         const char *owner_yaml);
+                         const char *owner_yaml, const char *owners_master);
 
 int cluster_start_n(test_cluster *tc, int n_owners, uint64_t memory_size,
                     const char *const *master_args)
 {
-    return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args, "");
+    return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args, "", NULL);
 }
 
 int cluster_start_ssd(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
                       const char *const *master_args)
 {
-    return start_cluster(tc, n_owners, memory_size, ssd_size, NULL, master_args, "");
+    return start_cluster(tc, n_owners, memory_size, ssd_size, NULL, master_args, "", NULL);
 }
 
 int cluster_start_addrs(test_cluster *tc, int n_owners, uint64_t memory_size,
                         const cluster_addrs *addrs, const char *const *master_args)
 {
-    return start_cluster(tc, n_owners, memory_size, 0, addrs, master_args, "");
+    return start_cluster(tc, n_owners, memory_size, 0, addrs, master_args, "", NULL);
 }
 
 /* Owner i's master, data_listen and data_advertise, from addrs or the
@@ -345,14 +377,14 @@ static void set_owner_addrs(test_cluster *tc, int i, const cluster_addrs *addrs)
 int cluster_start_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
                        const char *const *master_args, const char *owner_yaml)
 {
-    return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args, owner_yaml);
+    return start_cluster(tc, n_owners, memory_size, 0, NULL, master_args, owner_yaml, NULL);
 }
 
 int cluster_start_ssd_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
                            uint64_t ssd_size, const char *const *master_args,
                            const char *owner_yaml)
 {
-    return start_cluster(tc, n_owners, memory_size, ssd_size, NULL, master_args, owner_yaml);
+    return start_cluster(tc, n_owners, memory_size, ssd_size, NULL, master_args, owner_yaml, NULL);
 }
 
 /* Appends one argument to the master's kept command line. Returns 0, or -1
@@ -391,9 +423,53 @@ static int spawn_master(test_cluster *tc, char *addr, size_t cap)
     return cluster_wait_port_file(port_file, tc->master_pid, addr, cap, 10000);
 }
 
+/* The cluster's own master: the harness's flags, a secret with
+ * FX_CLUSTER_SECRET=1, then master_args; waits for its port file. Returns 0,
+ * or -1 after saying why (tc->master_pid stays set for cluster_stop). */
+static int start_own_master(test_cluster *tc, const cluster_addrs *addrs,
+                            const char *const *master_args)
+{
+    char port_file[512];
+    snprintf(port_file, sizeof port_file, "%s/master.addr", tc->dir);
+    const char *listen = addrs && addrs->master_listen ? addrs->master_listen : "127.0.0.1:0";
+    const char *const fixed[] = {cluster_bin("fluxon-master"), "--listen", listen, "--port-file",
+                                 port_file, "--cluster-name", "test"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (add_master_arg(tc, fixed[i]) < 0)
+            return -1;
+    /* FX_CLUSTER_SECRET=1: an authenticated cluster, as fluxon up makes. */
+    const char *want_secret = getenv("FX_CLUSTER_SECRET");
+    if (want_secret && strcmp(want_secret, "1") == 0) {
+        snprintf(tc->secret_file, sizeof tc->secret_file, "%s/cluster.secret", tc->dir);
+        if (auth_secret_create(tc->secret_file) < 0) {
+            fprintf(stderr, "cluster: cannot create %s\n", tc->secret_file);
+            return -1;
+        }
+        if (add_master_arg(tc, "--secret-file") < 0 || add_master_arg(tc, tc->secret_file) < 0)
+            return -1;
+    }
+    for (int i = 0; master_args && master_args[i] && tc->master_argc < TEST_CLUSTER_MAX_MASTER_ARGV - 1;
+         i++)
+        if (add_master_arg(tc, master_args[i]) < 0)
+            return -1;
+    if (spawn_master(tc, tc->master_addr, sizeof tc->master_addr) < 0) {
+        fprintf(stderr, "cluster: the master did not start\n");
+        return -1;
+    }
+    return 0;
+}
+
+int cluster_start_owners(test_cluster *tc, int n_owners, uint64_t memory_size, const char *master,
+                         const char *owner_yaml)
+{
+    return start_cluster(tc, n_owners, memory_size, 0, NULL, NULL, owner_yaml, master);
+}
+
+/* owners_master: what the owners dial, with no master of the cluster's own;
+ * NULL: start a master and dial the address of its port file. */
 static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, uint64_t ssd_size,
                          const cluster_addrs *addrs, const char *const *master_args,
-                         const char *owner_yaml)
+                         const char *owner_yaml, const char *owners_master)
 {
     memset(tc, 0, sizeof *tc);
     tc->ssd_size = ssd_size;
@@ -422,35 +498,21 @@ static int start_cluster(test_cluster *tc, int n_owners, uint64_t memory_size, u
         snprintf(tc->sockets[i], sizeof tc->sockets[i], "%s/owner%d.sock", tc->dir, i);
     snprintf(tc->socket, sizeof tc->socket, "%s", tc->sockets[0]);
 
-    char port_file[512];
-    snprintf(port_file, sizeof port_file, "%s/master.addr", tc->dir);
-    const char *listen = addrs && addrs->master_listen ? addrs->master_listen : "127.0.0.1:0";
-    const char *const fixed[] = {cluster_bin("fluxon-master"), "--listen", listen, "--port-file",
-                                 port_file, "--cluster-name", "test"};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (add_master_arg(tc, fixed[i]) < 0)
-            goto fail;
-    /* FX_CLUSTER_SECRET=1: an authenticated cluster, as fluxon up makes. */
-    const char *want_secret = getenv("FX_CLUSTER_SECRET");
-    if (want_secret && strcmp(want_secret, "1") == 0) {
-        snprintf(tc->secret_file, sizeof tc->secret_file, "%s/cluster.secret", tc->dir);
-        if (auth_secret_create(tc->secret_file) < 0) {
-            fprintf(stderr, "cluster: cannot create %s\n", tc->secret_file);
+    if (owners_master) {
+        if (strlen(owners_master) >= sizeof tc->owner_master[0]) {
+            fprintf(stderr, "cluster: master '%.60s...' is too long\n", owners_master);
             goto fail;
         }
-        if (add_master_arg(tc, "--secret-file") < 0 || add_master_arg(tc, tc->secret_file) < 0)
+        for (int i = 0; i < n_owners; i++) {
+            set_owner_addrs(tc, i, NULL);
+            snprintf(tc->owner_master[i], sizeof tc->owner_master[i], "%s", owners_master);
+        }
+    } else {
+        if (start_own_master(tc, addrs, master_args) < 0)
             goto fail;
+        for (int i = 0; i < n_owners; i++)
+            set_owner_addrs(tc, i, addrs);
     }
-    for (int i = 0; master_args && master_args[i] && tc->master_argc < TEST_CLUSTER_MAX_MASTER_ARGV - 1;
-         i++)
-        if (add_master_arg(tc, master_args[i]) < 0)
-            goto fail;
-    if (spawn_master(tc, tc->master_addr, sizeof tc->master_addr) < 0) {
-        fprintf(stderr, "cluster: the master did not start\n");
-        goto fail;
-    }
-    for (int i = 0; i < n_owners; i++)
-        set_owner_addrs(tc, i, addrs);
     for (int i = 0; i < n_owners; i++)
         if (spawn_owner(tc, i) < 0)
             goto fail;

@@ -2,7 +2,8 @@
  * cluster.h - real fluxon-master + fluxon-owner processes for integration
  * tests and benchmarks, on a free port in a fresh temporary directory.
  *
- * A cluster is one master and 1..TEST_CLUSTER_MAX_OWNERS owners. Owner i gets
+ * A cluster is one master and 1..TEST_CLUSTER_MAX_OWNERS owners (or owners
+ * only, dialling masters someone else runs: cluster_start_owners). Owner i gets
  * its own YAML (DIR/owner<i>.yaml: node_name owner<i>, client socket
  * DIR/owner<i>.sock, data plane on 127.0.0.1:0) and its log DIR/owner<i>.log.
  * The processes die with the thread that started them (PR_SET_PDEATHSIG) even
@@ -84,6 +85,15 @@ int cluster_start_ssd_yaml(test_cluster *tc, int n_owners, uint64_t memory_size,
                            uint64_t ssd_size, const char *const *master_args,
                            const char *owner_yaml);
 
+/* n_owners owners and no master of the cluster's own: every owner's YAML
+ * says master: '<master>' (e.g. "etcd://127.0.0.1:PORT", whose leader the
+ * caller runs), with owner_yaml added as in cluster_start_yaml. Returns once
+ * every owner answers a ping (0), or -1 as cluster_start_n. The cluster's
+ * master functions do not apply (there is none); cluster_stop() stops the
+ * owners. */
+int cluster_start_owners(test_cluster *tc, int n_owners, uint64_t memory_size, const char *master,
+                         const char *owner_yaml);
+
 /* Starts a master and one owner with a memory_size-byte segment. Returns 0, or
  * -1 after printing why (with the logs) to stderr. */
 int cluster_start(test_cluster *tc, uint64_t memory_size);
@@ -105,6 +115,10 @@ int cluster_run(char *const argv[], const char *log, int timeout_ms);
 /* Starts argv (output to log) in the background; it dies with this thread.
  * Returns its pid or -1. */
 pid_t cluster_spawn(char *const argv[], const char *log);
+/* cluster_spawn with env ("NAME=VALUE" strings, NULL-terminated; may be
+ * NULL) added to this process's environment, replacing a variable of the
+ * same name. The strings are not kept after the call. */
+pid_t cluster_spawn_env(char *const argv[], const char *const *env, const char *log);
 /* Waits up to timeout_ms for a master's port file to hold a whole line and
  * copies it, without the newline, into addr. Returns 0, or -1 when the time
  * ran out or pid (when > 0) exited first (it is left to be reaped). */
