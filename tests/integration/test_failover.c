@@ -25,8 +25,8 @@
  *   2. stale_leader: the same cluster with the test hook
  *      FLUXON_TEST_STALE_LEADER_MS=5000 on the masters (a leader that lost
  *      its lease acts on it 5 s late). The leader is frozen, the standby
- *      takes over, keys are overwritten and deleted, and the old leader is
- *      resumed: it declares its members left and broadcasts a member table,
+ *      takes over (the owners log that the old term was replaced), keys are
+ *      overwritten and deleted, and the old leader is resumed: it declares its members left and broadcasts a member table,
  *      which the owners refuse ("refused ... from a master of an older
  *      term") within 8 s; every value reads its latest version before and
  *      after the stale master exits (status 1).
@@ -612,11 +612,15 @@ static void stale_leader(void)
         REQUIRE(r == 0, "%s %s under the new leader: %s (%s)", i < 10 ? "overwrite" : "delete",
                 name, fx_strerror(r), fx_last_error_detail());
     }
+    char fenced[96], line[1024] = "";
+    snprintf(fenced, sizeof fenced, "the master of term %lld was replaced (term %lld leads)",
+             (long long)term, (long long)new_term);
+    CHECK(ha_owner_log_find(&h, fenced, NULL, line, sizeof line) >= 0,
+          "an owner fenced the frozen master: '%s'", fenced);
     sleep_until_ms(stopped_at + LEASE_TTL_MS + 2500); /* past the master's heartbeat timeout (3 s) */
     uint64_t resumed_at = now_ms();
     REQUIRE(ha_signal_master(&h, old, SIGCONT) == 0, "SIGCONT master%d", old);
 
-    char line[1024] = "";
     int refused_by = -1;
     while (refused_by < 0 && now_ms() < resumed_at + REFUSED_WITHIN_MS) {
         refused_by = ha_owner_log_find(&h, "refused ", "from a master of an older term", line,
