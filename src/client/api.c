@@ -93,11 +93,9 @@ int fx_delete(fx_client *c, const char *key, size_t klen)
     return r;
 }
 
-int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
+/* One StatReq to the owner (which asks the master): the reply, or an error. */
+static int stat_request(fx_client *c, Fx__StatResp **out)
 {
-    client_clear_error();
-    if (!c || !n || (!out && cap))
-        return client_fail(FX_EINVAL, "%s is NULL", !c ? "client" : !n ? "n" : "out");
     Fx__StatReq req = FX__STAT_REQ__INIT;
     ProtobufCMessage *m;
     int r = client_request(c, MSG_EXT_STAT, &req.base, &m);
@@ -105,7 +103,19 @@ int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
         msg_free(m);
         return r;
     }
-    Fx__StatResp *s = (Fx__StatResp *)m;
+    *out = (Fx__StatResp *)m;
+    return 0;
+}
+
+int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
+{
+    client_clear_error();
+    if (!c || !n || (!out && cap))
+        return client_fail(FX_EINVAL, "%s is NULL", !c ? "client" : !n ? "n" : "out");
+    Fx__StatResp *s;
+    int r = stat_request(c, &s);
+    if (r)
+        return r;
     *n = s->n_owners;
     for (size_t i = 0; i < s->n_owners && i < cap; i++) {
         Fx__OwnerStat *o = s->owners[i];
@@ -129,7 +139,7 @@ int fx_stat(fx_client *c, fx_owner_stat *out, size_t cap, size_t *n)
         d->misses = o->misses;
         snprintf(d->name, sizeof d->name, "%s", o->name ? o->name : "");
     }
-    msg_free(m);
+    msg_free(&s->base);
     return 0;
 }
 
@@ -138,20 +148,16 @@ int fx_stat_master(fx_client *c, fx_master_stat *out)
     client_clear_error();
     if (!c || !out)
         return client_fail(FX_EINVAL, "%s is NULL", !c ? "client" : "out");
-    Fx__StatReq req = FX__STAT_REQ__INIT;
-    ProtobufCMessage *m;
-    int r = client_request(c, MSG_EXT_STAT, &req.base, &m);
-    if (r) {
-        msg_free(m);
+    Fx__StatResp *s;
+    int r = stat_request(c, &s);
+    if (r)
         return r;
-    }
-    Fx__StatResp *s = (Fx__StatResp *)m;
     memset(out, 0, sizeof *out);
     snprintf(out->addr, sizeof out->addr, "%s", s->master_addr ? s->master_addr : "");
     out->term = s->master_term;
     out->pid = s->master_pid;
     snprintf(out->host, sizeof out->host, "%s", s->master_host ? s->master_host : "");
-    msg_free(m);
+    msg_free(&s->base);
     return 0;
 }
 

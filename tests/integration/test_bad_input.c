@@ -47,13 +47,6 @@ static int service_round;
 
 /* ---- time, frames, protobuf by hand ---------------------------------------- */
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Raw headers are written with the codec's own encoder: these tests abuse the
  * values, not the byte order. */
 static void hdr_put(uint8_t *p, uint32_t len, uint16_t type, uint16_t flags, uint64_t req_id)
@@ -156,7 +149,7 @@ static bool pb_find(const uint8_t *b, size_t n, unsigned field, uint64_t *v, con
 
 static int wait_io(int fd, short ev, uint64_t deadline)
 {
-    uint64_t t = now_ms();
+    uint64_t t = test_now_ms();
     if (t >= deadline)
         return -ETIMEDOUT;
     struct pollfd p = {.fd = fd, .events = ev};
@@ -171,7 +164,7 @@ static int wait_io(int fd, short ev, uint64_t deadline)
 static int send_all(int fd, const void *buf, size_t n)
 {
     const uint8_t *p = buf;
-    uint64_t deadline = now_ms() + WAIT_MS;
+    uint64_t deadline = test_now_ms() + WAIT_MS;
     while (n) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
@@ -223,7 +216,7 @@ static ssize_t recv_fds(int fd, void *buf, size_t n, int *nfds)
  * or ECONNRESET) within timeout_ms; *got counts the bytes that came first. */
 static bool wait_closed(int fd, int timeout_ms, size_t *got)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = test_now_ms() + (uint64_t)timeout_ms;
     uint8_t scratch[4096];
     *got = 0;
     for (;;) {
@@ -287,7 +280,7 @@ static void rframe_free(rframe *f)
 static int read_frame(int fd, rframe *f)
 {
     memset(f, 0, sizeof *f);
-    uint64_t deadline = now_ms() + WAIT_MS;
+    uint64_t deadline = test_now_ms() + WAIT_MS;
     uint8_t h[FRAME_HDR_LEN];
     int r = read_exact(fd, h, sizeof h, deadline, &f->fds);
     if (r <= 0)
@@ -364,7 +357,7 @@ static void check_service(const char *after)
     memcpy(want, val, sizeof val);
 
     int err = 0;
-    uint64_t t0 = now_ms();
+    uint64_t t0 = test_now_ms();
     fx_client *c = fx_connect(tc.socket, &err);
     CHECK(c != NULL, "after %s: fx_connect: %s %s", after, fx_strerror(err),
           fx_last_error_detail());
@@ -394,8 +387,8 @@ static void check_service(const char *after)
     CHECK(r == 0, "after %s: the veteran client's put: %s", after, fx_strerror(r));
     r = fx_delete(veteran, key, (size_t)klen);
     CHECK(r == 0, "after %s: the veteran client's delete: %s", after, fx_strerror(r));
-    CHECK(now_ms() - t0 < 10000, "after %s: the round took %llu ms", after,
-          (unsigned long long)(now_ms() - t0));
+    CHECK(test_now_ms() - t0 < 10000, "after %s: the round took %llu ms", after,
+          (unsigned long long)(test_now_ms() - t0));
 }
 
 /* A body of exactly len bytes (len >= 16 Ki + 8, so that its padding's length
@@ -427,12 +420,12 @@ static void expect_dropped(const char *who, connect_fn conn, const char *addr, c
     int s = send_all(fd, bytes, n);
     CHECK(s == 0 || s == -EPIPE || s == -ECONNRESET, "%s: %s: send: %s", who, what, strerror(-s));
     size_t got = 0;
-    uint64_t t0 = now_ms();
+    uint64_t t0 = test_now_ms();
     bool closed = wait_closed(fd, WAIT_MS, &got);
     CHECK(closed, "%s: %s: the connection was not closed within %d ms", who, what, WAIT_MS);
     CHECK(got == 0, "%s: %s: %zu bytes of response before the close", who, what, got);
-    if (closed && now_ms() - t0 > 1000)
-        printf("%s: %s: the close took %llu ms\n", who, what, (unsigned long long)(now_ms() - t0));
+    if (closed && test_now_ms() - t0 > 1000)
+        printf("%s: %s: the close took %llu ms\n", who, what, (unsigned long long)(test_now_ms() - t0));
     close(fd);
     char after[160];
     snprintf(after, sizeof after, "%s-%s", who, what);
@@ -860,9 +853,9 @@ typedef struct waiting_put {
 static void *put_more(void *arg)
 {
     waiting_put *wp = arg;
-    uint64_t t0 = now_ms();
+    uint64_t t0 = test_now_ms();
     wp->r = fx_put(veteran, "more", 4, wp->v, wp->len);
-    wp->ms = now_ms() - t0;
+    wp->ms = test_now_ms() - t0;
     return NULL;
 }
 
@@ -873,9 +866,9 @@ static void check_nospace(void)
     REQUIRE(v, "calloc");
     const size_t lens[] = {big, (size_t)SEG_SIZE + 1};
     for (size_t i = 0; i < 2; i++) {
-        uint64_t t0 = now_ms();
+        uint64_t t0 = test_now_ms();
         int r = fx_put(veteran, "huge", 4, v, lens[i]);
-        uint64_t dt = now_ms() - t0;
+        uint64_t dt = test_now_ms() - t0;
         CHECK(r == FX_ENOSPC, "put of %zu bytes into a %llu-byte segment: %s", lens[i],
               (unsigned long long)SEG_SIZE, fx_strerror(r));
         CHECK(dt < 3000, "the NoSpace answer took %llu ms", (unsigned long long)dt);
@@ -887,13 +880,13 @@ static void check_nospace(void)
     /* A holder pins it: evicting its replica frees nothing until released. */
     fx_holder *pin = NULL;
     REQUIRE(fx_get(veteran, "most", 4, &pin) == 0, "get most");
-    uint64_t t0 = now_ms();
+    uint64_t t0 = test_now_ms();
     r = fx_put(veteran, "more", 4, v, part);
     CHECK(r == FX_ENOSPC, "a second %zu-byte put: %s", part, fx_strerror(r));
     /* The master waits up to 5 s for room (deletes, released holders) before
      * NoSpace (spec 000 §4.1): bounded, not a hang. */
-    CHECK(now_ms() - t0 < 5500, "the NoSpace answer came within 5.5 s (%llu ms)",
-          (unsigned long long)(now_ms() - t0));
+    CHECK(test_now_ms() - t0 < 5500, "the NoSpace answer came within 5.5 s (%llu ms)",
+          (unsigned long long)(test_now_ms() - t0));
     /* While a put waits for room, releasing the pinning holder lets it through. */
     waiting_put wp = {.v = v, .len = part};
     pthread_t th;
@@ -939,9 +932,9 @@ static void owner_hello_behind_unread_answers(void)
     fl = frame(one, MSG_EXT_HELLO, 0, 2, hb, hl);
     CHECK(send(fd, one, fl, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)fl, "send the good hello");
     usleep(50 * 1000);
-    uint64_t t0 = now_ms();
+    uint64_t t0 = test_now_ms();
     int r = fx_ping(veteran);
-    uint64_t dt = now_ms() - t0;
+    uint64_t dt = test_now_ms() - t0;
     CHECK(r == 0 && dt < 200, "a ping while a peer does not read its answers took %llu ms",
           (unsigned long long)dt);
     close(fd);

@@ -44,13 +44,6 @@
 
 #define MIB (1024ull * 1024ull)
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static fx_owner_stat stat0(fx_client *c)
 {
     fx_owner_stat st[2];
@@ -252,10 +245,10 @@ static void test_pinned(void)
     for (int i = 0; i < PIN_MAX; i++) {
         char key[32];
         snprintf(key, sizeof key, "pin-%d", i);
-        uint64_t t0 = now_ms();
+        uint64_t t0 = test_now_ms();
         r = value_put(c, key, 2000u + (unsigned)i, PIN_LEN);
         if (r) {
-            failed_after_ms = now_ms() - t0;
+            failed_after_ms = test_now_ms() - t0;
             break;
         }
         REQUIRE(fx_get(c, key, strlen(key), &held[n_held]) == 0, "get %s", key);
@@ -319,19 +312,19 @@ static void test_lease(void)
     CHECK(st.cache_reserved >= LEASED_KEYS * MIB, "leased replicas are reserved (%llu bytes)",
           (unsigned long long)st.cache_reserved);
     /* Pressure: 3x the segment of unleased values, keeping the lease alive. */
-    uint64_t last_keepalive = now_ms();
+    uint64_t last_keepalive = test_now_ms();
     for (int i = 0; i < 96; i++) {
         char key[32];
         snprintf(key, sizeof key, "filler-%d", i);
         CHECK(value_put(c, key, 4000u + (unsigned)i, 2 * MIB) == 0, "filler put %d: %s", i,
               fx_last_error_detail());
-        if (now_ms() - last_keepalive > LEASE_TTL_MS / 4) {
+        if (test_now_ms() - last_keepalive > LEASE_TTL_MS / 4) {
             CHECK(fx_lease_keepalive(c, lease) == 0, "keepalive: %s", fx_last_error_detail());
-            last_keepalive = now_ms();
+            last_keepalive = test_now_ms();
         }
     }
     REQUIRE(fx_lease_keepalive(c, lease) == 0, "keepalive: %s", fx_last_error_detail());
-    last_keepalive = now_ms();
+    last_keepalive = test_now_ms();
     st = stat0(c);
     CHECK(st.evictions > 0, "the fillers forced evictions (%llu)", (unsigned long long)st.evictions);
     CHECK(!key_exists(c, "filler-0"), "the oldest filler was evicted");
@@ -346,7 +339,7 @@ static void test_lease(void)
     }
     /* No more keepalives: the keys go after the TTL, not before. */
     uint64_t gone_at = 0;
-    while (now_ms() - last_keepalive < LEASE_TTL_MS + 5000) {
+    while (test_now_ms() - last_keepalive < LEASE_TTL_MS + 5000) {
         bool any = false;
         for (int i = 0; i < LEASED_KEYS; i++) {
             char key[32];
@@ -354,7 +347,7 @@ static void test_lease(void)
             any |= key_exists(c, key);
         }
         if (!any) {
-            gone_at = now_ms();
+            gone_at = test_now_ms();
             break;
         }
         usleep(20 * 1000);

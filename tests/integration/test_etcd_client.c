@@ -43,19 +43,6 @@
 #define KEY "/fluxon-test/leader"
 #define TTL_S 2
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static etcd_client *client(const char *endpoints, int timeout_ms)
 {
     etcd_client_conf conf = {.connect_timeout_ms = timeout_ms, .request_timeout_ms = timeout_ms};
@@ -187,13 +174,13 @@ static void test_campaign(const char *ep)
 
     /* 3 s, past the 2 s TTL: the winner's keepalives keep the key. */
     static etcd_campaign again;
-    uint64_t start = now_ms(), last_keepalive = 0;
+    uint64_t start = test_now_ms(), last_keepalive = 0;
     int rounds = 0;
-    while (now_ms() - start < 3000) {
+    while (test_now_ms() - start < 3000) {
         int64_t left = 0;
         CHECK(etcd_client_lease_keepalive(win->c, win->lease, &left) == 0 && left > 0,
               "keepalive: %lld left (%s)", (long long)left, etcd_client_error(win->c));
-        last_keepalive = now_ms();
+        last_keepalive = test_now_ms();
         CHECK(etcd_client_lease_keepalive(lose->c, lose->lease, &left) == 0 && left > 0,
               "the loser keeps its own lease: %s", etcd_client_error(lose->c));
         CHECK(etcd_client_campaign(lose->c, KEY, lose->value, lose->len, lose->lease, &again) == 0 &&
@@ -202,7 +189,7 @@ static void test_campaign(const char *ep)
               "a later campaign still loses to term %lld (%s)", (long long)term,
               etcd_client_error(lose->c));
         rounds++;
-        sleep_ms(300);
+        test_sleep_ms(300);
     }
     CHECK(rounds >= 5, "%d rounds of keepalive and campaign", rounds);
     CHECK(etcd_client_campaign(win->c, KEY, win->value, win->len, win->lease, &again) == 0 &&
@@ -212,16 +199,16 @@ static void test_campaign(const char *ep)
     /* The winner goes quiet: its lease runs out and the key goes with it. */
     static etcd_kv kv;
     bool found = true;
-    while (found && now_ms() - last_keepalive < 8000) {
+    while (found && test_now_ms() - last_keepalive < 8000) {
         CHECK(etcd_client_get(lose->c, KEY, &found, &kv) == 0, "get: %s",
               etcd_client_error(lose->c));
         int64_t left = 0;
         CHECK(etcd_client_lease_keepalive(lose->c, lose->lease, &left) == 0 && left > 0,
               "the loser keeps its own lease: %s", etcd_client_error(lose->c));
         if (found)
-            sleep_ms(100);
+            test_sleep_ms(100);
     }
-    uint64_t gone_after = now_ms() - last_keepalive;
+    uint64_t gone_after = test_now_ms() - last_keepalive;
     CHECK(!found, "the key is gone within 8 s of the last keepalive");
     CHECK(gone_after >= 1000, "not before the lease ran out (%llu ms)",
           (unsigned long long)gone_after);
@@ -289,22 +276,22 @@ static void test_endpoints(const char *ep)
     int fd = silent_listener(&port);
     snprintf(list, sizeof list, "http://127.0.0.1:%d,%s", port, ep);
     c = client(list, 500);
-    uint64_t t0 = now_ms();
+    uint64_t t0 = test_now_ms();
     CHECK(etcd_client_get(c, KEY, &found, &kv) == 0, "fails over past a silent endpoint: %s",
           etcd_client_error(c));
-    uint64_t first = now_ms() - t0;
+    uint64_t first = test_now_ms() - t0;
     CHECK(first >= 450 && first < 3000, "after the 500 ms timeout (%llu ms)",
           (unsigned long long)first);
-    t0 = now_ms();
-    CHECK(etcd_client_get(c, KEY, &found, &kv) == 0 && now_ms() - t0 < 450,
+    t0 = test_now_ms();
+    CHECK(etcd_client_get(c, KEY, &found, &kv) == 0 && test_now_ms() - t0 < 450,
           "the next call goes straight to the endpoint that answered");
     etcd_client_free(c);
 
     snprintf(list, sizeof list, "http://127.0.0.1:%d", port);
     c = client(list, 500);
-    t0 = now_ms();
+    t0 = test_now_ms();
     int rc = etcd_client_get(c, KEY, &found, &kv);
-    uint64_t took = now_ms() - t0;
+    uint64_t took = test_now_ms() - t0;
     CHECK(rc == -ETIMEDOUT, "a silent endpoint times out: %d", rc);
     CHECK(took >= 450 && took < 1500, "within its 500 ms timeout (%llu ms)",
           (unsigned long long)took);
@@ -315,9 +302,9 @@ static void test_endpoints(const char *ep)
     close(fd);
 
     c = client("http://127.0.0.1:1", 0);
-    t0 = now_ms();
+    t0 = test_now_ms();
     rc = etcd_client_lease_grant(c, 5, &id, NULL);
-    took = now_ms() - t0;
+    took = test_now_ms() - t0;
     CHECK(rc == -ECONNREFUSED, "a dead endpoint: %d", rc);
     CHECK(took < ETCD_TIMEOUT_DEFAULT_MS, "fails within the default timeout (%llu ms)",
           (unsigned long long)took);

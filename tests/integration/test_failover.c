@@ -90,17 +90,11 @@ static uint64_t now_ms(void)
     return hist_now_ns() / NS_PER_MS;
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void sleep_until_ms(uint64_t t)
 {
     uint64_t n = now_ms();
     if (t > n)
-        sleep_ms((int)(t - n));
+        test_sleep_ms((int)(t - n));
 }
 
 static void key_name(uint32_t key, char *buf, size_t cap)
@@ -218,7 +212,7 @@ static void *prober_main(void *arg)
     client_ctx *cx = arg;
     while (!atomic_load(cx->stop)) {
         do_put(cx, PROBE_KEY, 4 * KIB);
-        sleep_ms(PROBE_EVERY_MS);
+        test_sleep_ms(PROBE_EVERY_MS);
     }
     return NULL;
 }
@@ -265,7 +259,7 @@ static int put_retrying(fx_client *c, const char *key, const void *val, size_t l
     uint64_t until = now_ms() + (uint64_t)timeout_ms;
     int r;
     while ((r = fx_put(c, key, strlen(key), val, len)) != 0 && now_ms() < until)
-        sleep_ms(20);
+        test_sleep_ms(20);
     return r;
 }
 
@@ -326,7 +320,7 @@ static void read_all(ha_cluster *h, history *hist, uint64_t t0_ns, final_read *r
             }
             if (now_ms() >= until)
                 break;
-            sleep_ms(20);
+            test_sleep_ms(20);
         }
     }
     for (int o = 0; o < N_OWNERS; o++)
@@ -475,7 +469,7 @@ static void failover(void)
     print_codes(cx, N_LOADERS + 1);
 
     /* Past the invalidation window, every key through fresh clients. */
-    sleep_ms(3 * (int)(WINDOW_NS / NS_PER_MS));
+    test_sleep_ms(3 * (int)(WINDOW_NS / NS_PER_MS));
     static final_read reads[N_KEYS + 1];
     read_all(&h, hist, t0_ns, reads);
     check_no_evictions(cx[0].c);
@@ -626,7 +620,7 @@ static void stale_leader(void)
         refused_by = ha_owner_log_find(&h, "refused ", "from a master of an older term", line,
                                        sizeof line);
         if (refused_by < 0)
-            sleep_ms(50);
+            test_sleep_ms(50);
     }
     CHECK(refused_by >= 0, "within %d ms of SIGCONT an owner refuses a request of the stale "
                            "master%d",
@@ -658,26 +652,10 @@ static void stale_leader(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*run)(void);
-    } scenarios[] = {{"failover", failover}, {"stale_leader", stale_leader}};
-    setvbuf(stdout, NULL, _IOLBF, 0); /* in order with the failures on stderr */
+    static const test_scenario scenarios[] = {{"failover", failover}, {"stale_leader", stale_leader}};
     if (!etcd_proc_available()) {
         printf("skip: no %s (Debian etcd-server)\n", ETCD_PROC_BIN);
         return 77;
     }
-    int ran = 0;
-    for (size_t s = 0; s < sizeof scenarios / sizeof scenarios[0]; s++) {
-        if (argc > 1 && strcmp(argv[1], scenarios[s].name) != 0)
-            continue;
-        printf("== %s\n", scenarios[s].name);
-        scenarios[s].run();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "usage: %s [failover|stale_leader]\n", argv[0]);
-        return 1;
-    }
-    return test_finish();
+    return test_run_scenarios(argc, argv, scenarios, sizeof scenarios / sizeof scenarios[0]);
 }

@@ -72,19 +72,6 @@
 
 static const char *const master_args[] = {"--placement", "local", "--cache-budget", "50", NULL};
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the keys and their versions ------------------------------------------- */
 
 enum size_class { SIZE_4K, SIZE_64K, SIZE_1M };
@@ -296,9 +283,9 @@ static int verify_all(const restart_run *run, fx_client *const *clients, uint64_
             enum read_result res;
             for (;;) {
                 res = read_key(clients[via], run, i, &source, &rc, detail, sizeof detail);
-                if (res != READ_FAILED || (dead && rc == FX_ENOTFOUND) || now_ms() >= deadline_ms)
+                if (res != READ_FAILED || (dead && rc == FX_ENOTFOUND) || test_now_ms() >= deadline_ms)
                     break;
-                sleep_ms(POLL_MS);
+                test_sleep_ms(POLL_MS);
             }
             if (res == READ_FAILED && dead && rc == FX_ENOTFOUND) {
                 (*gone)++;
@@ -475,7 +462,7 @@ static int warm_owner_cache(restart_run *run)
 
 static void outage_checks(restart_run *run, int cached_key, const char *refused_key)
 {
-    sleep_ms(NOTICE_MS);
+    test_sleep_ms(NOTICE_MS);
     require_owners_unchanged(run, "right after the kill");
     check_holders(run, "during the outage");
 
@@ -495,9 +482,9 @@ static void outage_checks(restart_run *run, int cached_key, const char *refused_
     }
 
     uint8_t *v = value_make(version_seed(refused_key, 1), 4 * KIB);
-    uint64_t t = now_ms();
+    uint64_t t = test_now_ms();
     int r = fx_put(run->c[0], refused_key, strlen(refused_key), v, 4 * KIB);
-    uint64_t took = now_ms() - t;
+    uint64_t took = test_now_ms() - t;
     free(v);
     printf("during the outage: a put failed with %s after %llu ms (master_wait %d ms)\n",
            fx_strerror(r), (unsigned long long)took, MASTER_WAIT_MS);
@@ -519,13 +506,13 @@ static uint64_t wait_recovery(const restart_run *run, int probe, uint64_t restar
     REQUIRE(c, "connect a new client to owner0 after the restart: %s", fx_strerror(err));
     char detail[256] = "";
     enum read_result res = READ_FAILED;
-    while (now_ms() < restarted_at + RECOVERY_MS) {
+    while (test_now_ms() < restarted_at + RECOVERY_MS) {
         res = read_key(c, run, probe, NULL, NULL, detail, sizeof detail);
         if (res != READ_FAILED)
             break;
-        sleep_ms(POLL_MS);
+        test_sleep_ms(POLL_MS);
     }
-    uint64_t took = now_ms() - restarted_at;
+    uint64_t took = test_now_ms() - restarted_at;
     fx_close(c);
     REQUIRE(res == READ_LATEST, "within %d ms of the restart, %s (owner1's) reads back through "
                                 "owner0: after %llu ms, %s",
@@ -569,7 +556,7 @@ static void master_restart(void)
     REQUIRE(cluster_kill_master(&run.tc) == 0, "kill -9 the master");
     outage_checks(&run, cached_key, refused_key);
 
-    uint64_t restarted_at = now_ms();
+    uint64_t restarted_at = test_now_ms();
     REQUIRE(cluster_restart_master(&run.tc) == 0, "start the master again on %s",
             run.tc.master_addr);
     uint64_t took = wait_recovery(&run, probe, restarted_at);
@@ -584,7 +571,7 @@ static void master_restart(void)
                          &gone);
     printf("after the restart: %d keys through both owners, %d reads from memory, %d from SSD, "
            "%d wrong (done %llu ms after the restart)\n",
-           N_KEYS, from_memory, from_ssd, bad, (unsigned long long)(now_ms() - restarted_at));
+           N_KEYS, from_memory, from_ssd, bad, (unsigned long long)(test_now_ms() - restarted_at));
     CHECK(bad == 0, "every live value reads its latest bytes, every deleted key is KeyNotFound");
     fx_holder *h = NULL;
     int r = fx_get(fresh[0], refused_key, strlen(refused_key), &h);
@@ -642,17 +629,17 @@ static void owner_restarted_too(void)
     fx_close(run.c[1]);
     run.c[1] = NULL;
     REQUIRE(cluster_kill_owner(&run.tc, 1) == 0, "kill -9 owner1 while the master is down");
-    sleep_ms(NOTICE_MS);
+    test_sleep_ms(NOTICE_MS);
     char why[160];
     REQUIRE(cluster_owner_running(&run.tc, 0, why, sizeof why),
             "owner0 keeps running without a master: %s", why);
 
-    uint64_t restarted_at = now_ms();
+    uint64_t restarted_at = test_now_ms();
     REQUIRE(cluster_restart_master(&run.tc) == 0, "start the master again on %s",
             run.tc.master_addr);
     REQUIRE(cluster_restart_owner(&run.tc, 1) == 0, "start owner1 again");
     printf("owner1 answers again %llu ms after the master's restart\n",
-           (unsigned long long)(now_ms() - restarted_at));
+           (unsigned long long)(test_now_ms() - restarted_at));
     REQUIRE(cluster_owner_running(&run.tc, 0, why, sizeof why) &&
                 run.tc.owner_pids[0] == run.owner_pid[0],
             "owner0 is the same process after the restarts: %s", why);
@@ -665,7 +652,7 @@ static void owner_restarted_too(void)
                          &from_ssd, &gone);
     printf("after both restarts: %d reads from memory, %d from SSD, %d reads of owner1's old "
            "keys found nothing, %d wrong (done %llu ms after the master's restart)\n",
-           from_memory, from_ssd, gone, bad, (unsigned long long)(now_ms() - restarted_at));
+           from_memory, from_ssd, gone, bad, (unsigned long long)(test_now_ms() - restarted_at));
     CHECK(bad == 0, "owner0's values read back, deleted keys stay deleted, owner1's old keys "
                     "are gone or latest");
     if (bad)
@@ -689,22 +676,6 @@ static void owner_restarted_too(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*run)(void);
-    } scenarios[] = {{"master_restart", master_restart}, {"owner_restarted_too", owner_restarted_too}};
-    setvbuf(stdout, NULL, _IOLBF, 0); /* in order with the failures on stderr */
-    int ran = 0;
-    for (size_t s = 0; s < sizeof scenarios / sizeof scenarios[0]; s++) {
-        if (argc > 1 && strcmp(argv[1], scenarios[s].name) != 0)
-            continue;
-        printf("== %s\n", scenarios[s].name);
-        scenarios[s].run();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "usage: %s [master_restart|owner_restarted_too]\n", argv[0]);
-        return 1;
-    }
-    return test_finish();
+    static const test_scenario scenarios[] = {{"master_restart", master_restart}, {"owner_restarted_too", owner_restarted_too}};
+    return test_run_scenarios(argc, argv, scenarios, sizeof scenarios / sizeof scenarios[0]);
 }

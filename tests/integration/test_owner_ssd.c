@@ -62,19 +62,6 @@
 
 static char dir[256], yaml[320], nossd_yaml[320], sock[320], log_path[320], ssd_path[320];
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the scripted master ------------------------------------------------------------------ */
 
 typedef struct fake_master {
@@ -108,7 +95,7 @@ static int read_exact(int fd, uint8_t *buf, size_t n, uint64_t deadline)
 {
     size_t got = 0;
     while (got < n) {
-        uint64_t now = now_ms();
+        uint64_t now = test_now_ms();
         if (now >= deadline)
             return -1;
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -169,7 +156,7 @@ static void on_evict_batch(const frame_hdr *h, Fx__BatchSsdReplicaEvictReq *r)
  * Returns 0 with *h and *m, -1 on timeout, -2 when the owner hung up. */
 static int fm_next(frame_hdr *h, ProtobufCMessage **m, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = test_now_ms() + (uint64_t)timeout_ms;
     for (;;) {
         uint8_t hdr[FRAME_HDR_LEN];
         int r = read_exact(fm.fd, hdr, sizeof hdr, deadline);
@@ -178,7 +165,7 @@ static int fm_next(frame_hdr *h, ProtobufCMessage **m, int timeout_ms)
         frame_hdr_decode(hdr, h);
         REQUIRE(h->len <= FRAME_MAX_BODY, "frame length %u", h->len);
         uint8_t *body = malloc(h->len ? h->len : 1);
-        REQUIRE(body && read_exact(fm.fd, body, h->len, now_ms() + 5000) == 0, "frame body");
+        REQUIRE(body && read_exact(fm.fd, body, h->len, test_now_ms() + 5000) == 0, "frame body");
         *m = msg_decode(h->type, h->flags & FRAME_RESPONSE, body, h->len);
         free(body);
         REQUIRE(*m, "undecodable %s from the owner", msg_name(h->type));
@@ -300,7 +287,7 @@ static int wait_owner(pid_t pid, int timeout_ms)
     for (int waited = 0; waited < timeout_ms; waited += 10) {
         if (waitpid(pid, &status, WNOHANG) == pid)
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
@@ -592,7 +579,7 @@ static void default_instance(void)
         unlink(root);
         pid_t pid = spawn_owner(noname_yaml);
         for (int i = 0; i < 500 && log_count("data plane on") == started; i++)
-            sleep_ms(10);
+            test_sleep_ms(10);
         struct stat st;
         CHECK(stat(root, &st) == 0, "run %d: the root is named 'default' without node_name",
               run + 1);

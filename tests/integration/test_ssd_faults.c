@@ -55,19 +55,6 @@
 static const char *const master_args[] = {"--placement", "local", "--heartbeat-timeout", "600s",
                                           NULL};
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 /* The bytes of version `ver` of key: distinct per key and per version. */
 static unsigned long long value_seed(const char *key, int ver)
 {
@@ -109,12 +96,12 @@ static bool same_pid(raw_route a, raw_route b)
 /* Polls until key's route lists an SSD copy (true) or timeout_ms passed. */
 static bool wait_ssd(raw_member *rm, const char *key, unsigned timeout_ms)
 {
-    uint64_t end = now_ms() + timeout_ms;
+    uint64_t end = test_now_ms() + timeout_ms;
     do {
         if (route_of(rm, key).ssd)
             return true;
-        sleep_ms(5);
-    } while (now_ms() < end);
+        test_sleep_ms(5);
+    } while (test_now_ms() < end);
     return false;
 }
 
@@ -226,30 +213,30 @@ static void overwrite_during_persist(void)
      * well before v2's: the route must not show an SSD copy in between. */
     REQUIRE(fx_put(c, kb, strlen(kb), vb1, len1) == 0, "put %s v1", kb);
     raw_route b1 = route_of(&obs, kb);
-    sleep_ms(PERSIST_DELAY_MS / 2);
+    test_sleep_ms(PERSIST_DELAY_MS / 2);
     raw_route b1_late = route_of(&obs, kb);
     CHECK(same_pid(b1, b1_late) && !b1_late.ssd, "%s: v1's commit is still held back", kb);
     REQUIRE(fx_put(c, kb, strlen(kb), vb2, len2) == 0, "put %s v2", kb);
-    uint64_t t2 = now_ms();
+    uint64_t t2 = test_now_ms();
     raw_route b2 = route_of(&obs, kb);
     CHECK(b1.found && b2.found && !same_pid(b1, b2) && b2.len == len2,
           "%s: the overwrite has its own put_id", kb);
     int polls = 0, early_ssd = 0, wrong_pid = 0;
-    while (now_ms() < t2 + PERSIST_DELAY_MS * 4 / 5) {
+    while (test_now_ms() < t2 + PERSIST_DELAY_MS * 4 / 5) {
         raw_route v = route_of(&obs, kb);
         polls++;
         if (v.ssd)
             early_ssd++;
         if (!same_pid(v, b2) || v.len != len2)
             wrong_pid++;
-        sleep_ms(2);
+        test_sleep_ms(2);
     }
     CHECK(early_ssd == 0 && wrong_pid == 0,
           "%s: across v1's late commit (%d polls) the route kept v2's put_id (%d wrong) and "
           "showed no SSD copy (%d did)",
           kb, polls, wrong_pid, early_ssd);
     CHECK(wait_ssd(&obs, kb, 5000), "%s: v2's own commit publishes its SSD copy", kb);
-    uint64_t t_ssd = now_ms();
+    uint64_t t_ssd = test_now_ms();
     CHECK(t_ssd >= t2 + PERSIST_DELAY_MS * 4 / 5,
           "%s: the SSD copy came with v2's commit (%llu ms after v2's put)", kb,
           (unsigned long long)(t_ssd - t2));
@@ -265,7 +252,7 @@ static void overwrite_during_persist(void)
     char log[512];
     snprintf(log, sizeof log, "%s/owner0.log", tc.dir);
     int ignored = 0;
-    for (uint64_t end = now_ms() + 3000; now_ms() < end; sleep_ms(20))
+    for (uint64_t end = test_now_ms() + 3000; test_now_ms() < end; test_sleep_ms(20))
         if ((ignored = count_lines(log, "not published")) >= 2)
             break;
     CHECK(ignored >= 2, "the owner saw both v1 commits ignored (%d)", ignored);
@@ -333,7 +320,7 @@ static void ring_eviction(void)
         snprintf(key, sizeof key, "ring-%d", i);
         CHECK(wait_ssd(&obs, key, 5000), "%s was persisted", key);
     }
-    sleep_ms(100);
+    test_sleep_ms(100);
     enum { MEM, SSD_ONLY, NONE };
     int *kind = calloc((size_t)n, sizeof *kind);
     REQUIRE(kind, "oom");
@@ -554,7 +541,7 @@ static void corrupted_shards(void)
         reported = cluster_log_contains(log, "value(s) with a bad checksum since the last report") &&
                    !cluster_log_contains(log, " 0 value(s) with a bad checksum");
         if (!reported)
-            sleep_ms(50);
+            test_sleep_ms(50);
     }
     CHECK(reported, "owner0 logs the checksum failures (one WARN line per heartbeat)");
     /* ... and counts them in its heartbeat, which stat shows. */
@@ -567,7 +554,7 @@ static void corrupted_shards(void)
                 if (strcmp(st[j].name, "owner0") == 0)
                     errors = st[j].ssd_errors;
         if (errors == 0)
-            sleep_ms(50);
+            test_sleep_ms(50);
     }
     CHECK(errors >= 2, "stat shows owner0's SSD errors (%llu; two probes failed their checksum)",
           (unsigned long long)errors);
@@ -623,7 +610,7 @@ static void restart_same_paths(void)
     CHECK(ssd_only > 0, "some keys lived only on SSD before the restart (%d)", ssd_only);
     fx_owner_stat st;
     uint64_t used_before = 0;
-    for (uint64_t end = now_ms() + 5000; now_ms() < end; sleep_ms(50))
+    for (uint64_t end = test_now_ms() + 5000; test_now_ms() < end; test_sleep_ms(50))
         if (live_stat(c, "owner0", &st) && (used_before = st.ssd_used) >= (uint64_t)n * 4 * MIB)
             break;
     CHECK(used_before >= (uint64_t)n * 4 * MIB, "stat shows the SSD in use before (%llu)",
@@ -647,7 +634,7 @@ static void restart_same_paths(void)
     }
     CHECK(served == 0, "nothing of the previous run is served (%d)", served);
     uint64_t used_after = UINT64_MAX, cap_after = 0;
-    for (uint64_t end = now_ms() + 5000; now_ms() < end; sleep_ms(50))
+    for (uint64_t end = test_now_ms() + 5000; test_now_ms() < end; test_sleep_ms(50))
         if (live_stat(c, "owner0", &st) && st.ssd_capacity &&
             (used_after = st.ssd_used, cap_after = st.ssd_capacity, used_after < MIB))
             break;
@@ -746,11 +733,11 @@ static void stages_beyond_the_limit(void)
     stage_get g[STAGE_GETS];
     pthread_t th[STAGE_GETS];
     if (stage_keys_on_ssd(c0, &obs, "stage-a", g, c1)) {
-        uint64_t t0 = now_ms();
+        uint64_t t0 = test_now_ms();
         start_gets(g, th);
         for (int i = 0; i < STAGE_GETS; i++)
             pthread_join(th[i], NULL);
-        uint64_t took = now_ms() - t0;
+        uint64_t took = test_now_ms() - t0;
         int good = 0;
         for (int i = 0; i < STAGE_GETS; i++) {
             CHECK(g[i].rc == 0 && g[i].intact && g[i].source == FX_SRC_SSD,
@@ -771,7 +758,7 @@ static void stages_beyond_the_limit(void)
     bool ready = stage_keys_on_ssd(c0, &obs, "stage-b", g2, c1);
     if (ready) {
         start_gets(g2, th);
-        sleep_ms(STAGE_DELAY_MS / 2); /* all 8 reached owner0: 4 held, 4 waiting */
+        test_sleep_ms(STAGE_DELAY_MS / 2); /* all 8 reached owner0: 4 held, 4 waiting */
     }
     raw_member_close(&obs);
     if (test_checks_failed > failed_before)
@@ -800,20 +787,20 @@ static void stages_beyond_the_limit(void)
 
 int main(void)
 {
-    uint64_t t0 = now_ms();
+    uint64_t t0 = test_now_ms();
     overwrite_during_persist();
-    printf("overwrite during persist: %llu ms\n", (unsigned long long)(now_ms() - t0));
-    t0 = now_ms();
+    printf("overwrite during persist: %llu ms\n", (unsigned long long)(test_now_ms() - t0));
+    t0 = test_now_ms();
     ring_eviction();
-    printf("ring eviction: %llu ms\n", (unsigned long long)(now_ms() - t0));
-    t0 = now_ms();
+    printf("ring eviction: %llu ms\n", (unsigned long long)(test_now_ms() - t0));
+    t0 = test_now_ms();
     corrupted_shards();
-    printf("corrupted shards: %llu ms\n", (unsigned long long)(now_ms() - t0));
-    t0 = now_ms();
+    printf("corrupted shards: %llu ms\n", (unsigned long long)(test_now_ms() - t0));
+    t0 = test_now_ms();
     restart_same_paths();
-    printf("restart: %llu ms\n", (unsigned long long)(now_ms() - t0));
-    t0 = now_ms();
+    printf("restart: %llu ms\n", (unsigned long long)(test_now_ms() - t0));
+    t0 = test_now_ms();
     stages_beyond_the_limit();
-    printf("stages beyond the limit: %llu ms\n", (unsigned long long)(now_ms() - t0));
+    printf("stages beyond the limit: %llu ms\n", (unsigned long long)(test_now_ms() - t0));
     return test_finish();
 }

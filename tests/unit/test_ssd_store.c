@@ -56,19 +56,13 @@ static void cleanup(void *arg)
         test_remove_dir(g_base);
 }
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Waits up to 10 s for *v to reach want, then 200 ms more to see it stay
  * (a writer that should be blocked gets the chance to move on wrongly). */
 static unsigned settle(atomic_uint *v, unsigned want)
 {
     for (int i = 0; i < 1000 && atomic_load(v) < want; i++)
-        sleep_ms(10);
-    sleep_ms(200);
+        test_sleep_ms(10);
+    test_sleep_ms(200);
     return atomic_load(v);
 }
 
@@ -238,7 +232,7 @@ static void *consume(void *arg)
     c->covered = 0;
     while (!consumer_take(c, ssd_chunk_queue_pop(c->q)))
         if (c->delay_ms)
-            sleep_ms(c->delay_ms);
+            test_sleep_ms(c->delay_ms);
     return NULL;
 }
 

@@ -187,12 +187,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static uring_engine *start_engine(unsigned depth, bool iovec_mode)
 {
     uring_engine *e = NULL;
@@ -380,7 +374,7 @@ static void test_read_bias(void)
     for (int i = 0; i < 2 * BIAS_REQS; i++)
         uring_submit(e, &reqs[i].r);
 
-    sleep_ms(100); /* warm up */
+    test_sleep_ms(100); /* warm up */
     unsigned long r0 = atomic_load(&g_reads_done), w0 = atomic_load(&g_writes_done);
     double t0 = now_s();
     unsigned long dr, dw;
@@ -391,7 +385,7 @@ static void test_read_bias(void)
     static double mix[MAX_SAMPLES];
     int n_mix = 0;
     do {
-        sleep_ms(1);
+        test_sleep_ms(1);
         uring_stats st;
         uring_get_stats(e, &st);
         if (st.write_inflight > 0 && n_mix < MAX_SAMPLES)
@@ -621,7 +615,7 @@ static void test_stop_with_queued(void)
     }
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, stopper, e) == 0, "pthread_create");
-    sleep_ms(200); /* the stopper marks the engine stopping, then waits in join */
+    test_sleep_ms(200); /* the stopper marks the engine stopping, then waits in join */
     pthread_mutex_lock(&g_gate_m);
     g_gate_open = true;
     pthread_cond_broadcast(&g_gate_c);
@@ -667,7 +661,7 @@ static void test_stop_busy(void)
     /* Stop once the ring is busy: some IOs in flight, most still queued. */
     unsigned long base = atomic_load(&g_reads_done) + atomic_load(&g_writes_done);
     while (atomic_load(&g_reads_done) + atomic_load(&g_writes_done) < base + depth)
-        sleep_ms(0);
+        test_sleep_ms(0);
     uring_engine_stop(e);
     int done_ok = 0, cancelled = 0, wrong = 0;
     for (int i = 0; i < N; i++) {

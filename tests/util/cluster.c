@@ -152,19 +152,13 @@ void cluster_dump_logs(const test_cluster *tc)
     }
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int wait_exit(pid_t pid, int timeout_ms, int *status)
 {
     for (int waited = 0; waited < timeout_ms; waited += 10) {
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid)
             return 0;
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
     return -1;
 }
@@ -205,7 +199,7 @@ int cluster_wait_port_file(const char *path, pid_t pid, char *addr, size_t cap, 
         if (pid > 0 && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
             si.si_pid == pid)
             return -1;
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
     return -1;
 }
@@ -316,7 +310,7 @@ static int wait_owners_ready(test_cluster *tc, int first, int last)
             fprintf(stderr, "cluster: the master exited while the owners started\n");
             return -1;
         }
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
     for (int i = first; i <= last; i++)
         if (!ready[i])

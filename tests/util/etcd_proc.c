@@ -38,12 +38,6 @@ void etcd_proc_dump_log(const etcd_proc *ep)
     cluster_print_log_tail(log);
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Sends SIGTERM and waits; SIGKILL after STOP_TIMEOUT_MS. Returns 0 when it
  * exited on SIGTERM (etcd exits 0, or dies by the signal it was sent). */
 static int end_process(pid_t pid)
@@ -56,7 +50,7 @@ static int end_process(pid_t pid)
                            (WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM)
                        ? 0
                        : -1;
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
     fprintf(stderr, "etcd_proc: etcd %d did not stop on SIGTERM; killing\n", (int)pid);
     kill(pid, SIGKILL);
@@ -129,7 +123,7 @@ static int try_start(etcd_proc *ep, int attempt)
         }
         if (answers(ep))
             return 0;
-        sleep_ms(50);
+        test_sleep_ms(50);
     }
     fprintf(stderr, "etcd_proc: etcd did not answer on %s within %d ms\n", ep->hostport,
             READY_TIMEOUT_MS);

@@ -29,19 +29,6 @@
 #define STOP_TIMEOUT_MS 10000
 #define READER_TIMEOUT_MS 500 /* the test's own etcd reads */
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 void ha_master_log(const ha_cluster *h, int i, int k, char *buf, size_t cap)
 {
     if (k < 0)
@@ -162,7 +149,7 @@ int ha_leader(ha_cluster *h, int64_t *term)
 
 int ha_wait_leader(ha_cluster *h, int64_t above_term, int timeout_ms, int64_t *term)
 {
-    uint64_t until = now_ms() + (uint64_t)timeout_ms;
+    uint64_t until = test_now_ms() + (uint64_t)timeout_ms;
     for (;;) {
         int64_t t = 0;
         int i = ha_leader(h, &t);
@@ -171,9 +158,9 @@ int ha_wait_leader(ha_cluster *h, int64_t above_term, int timeout_ms, int64_t *t
                 *term = t;
             return i;
         }
-        if (now_ms() >= until)
+        if (test_now_ms() >= until)
             return -1;
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
 }
 
@@ -213,7 +200,7 @@ int ha_wait_master_exit(ha_cluster *h, int i, int timeout_ms, int *status)
         }
         if (waited >= timeout_ms)
             return -1;
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
 }
 
@@ -252,7 +239,7 @@ static int stop_master(ha_cluster *h, int i)
     for (int waited = 0; waited < STOP_TIMEOUT_MS && !gone; waited += 10) {
         gone = waitpid(pid, &st, WNOHANG) == pid;
         if (!gone)
-            sleep_ms(10);
+            test_sleep_ms(10);
     }
     if (!gone) {
         fprintf(stderr, "ha_cluster: master%d did not stop on SIGTERM; killing\n", i);

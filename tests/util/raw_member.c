@@ -3,6 +3,7 @@
  */
 #include "raw_member.h"
 #include "raw_handshake.h"
+#include "testlib.h"
 
 #include "common/config.h"
 #include "fluxon/fluxon.h"
@@ -19,13 +20,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Connects to "HOST:PORT" (a name, IPv4 or [IPv6]) at the first address
  * getaddrinfo gives, as the daemons do. Returns the socket or -1. */
@@ -59,7 +53,7 @@ static int read_exact(int fd, uint8_t *buf, size_t n, uint64_t deadline)
 {
     size_t got = 0;
     while (got < n) {
-        uint64_t now = now_ms();
+        uint64_t now = test_now_ms();
         if (now >= deadline)
             return -1;
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -118,7 +112,7 @@ ProtobufCMessage *raw_member_call(raw_member *rm, uint16_t type, const ProtobufC
         return NULL;
     }
     free(buf);
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = test_now_ms() + (uint64_t)timeout_ms;
     for (;;) {
         frame_hdr h;
         ProtobufCMessage *m = NULL;
@@ -132,9 +126,9 @@ ProtobufCMessage *raw_member_call(raw_member *rm, uint16_t type, const ProtobufC
 
 void raw_member_poll(raw_member *rm, int ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)ms;
+    uint64_t deadline = test_now_ms() + (uint64_t)ms;
     for (;;) {
-        uint64_t now = now_ms();
+        uint64_t now = test_now_ms();
         if (now >= deadline)
             return;
         struct pollfd p = {.fd = rm->fd, .events = POLLIN};

@@ -1,5 +1,6 @@
 /* testlib.c - failure reporting, the closing summary line of a test program,
- * the cleanups that run at exit, and whether the machine has IPv6 loopback. */
+ * the cleanups that run at exit, whether the machine has IPv6 loopback, the
+ * clock and the scenario runner. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "testlib.h"
 
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 int test_checks_passed;
@@ -135,4 +137,38 @@ int test_ipv6_loopback(void)
     int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
     close(fd);
     return ok;
+}
+
+uint64_t test_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void test_sleep_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int test_run_scenarios(int argc, char **argv, const test_scenario *scenarios, size_t n)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0); /* in order with the failures on stderr */
+    int ran = 0;
+    for (size_t s = 0; s < n; s++) {
+        if (argc > 1 && strcmp(argv[1], scenarios[s].name) != 0)
+            continue;
+        printf("== %s\n", scenarios[s].name);
+        scenarios[s].run();
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "usage: %s [", argv[0]);
+        for (size_t s = 0; s < n; s++)
+            fprintf(stderr, "%s%s", s ? "|" : "", scenarios[s].name);
+        fprintf(stderr, "]\n");
+        return 1;
+    }
+    return test_finish();
 }

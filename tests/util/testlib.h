@@ -13,6 +13,8 @@
 #ifndef FX_TESTS_TESTLIB_H
 #define FX_TESTS_TESTLIB_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -57,6 +59,20 @@ int test_remove_dir(const char *dir);
 /* True when this machine can bind a socket to the IPv6 loopback [::1] (tests
  * over IPv6 skip what needs it otherwise). */
 int test_ipv6_loopback(void);
+
+/* Milliseconds on the monotonic clock, and a sleep of ms milliseconds. */
+uint64_t test_now_ms(void);
+void test_sleep_ms(unsigned ms);
+
+/* A program of named scenarios: test_run_scenarios runs the one named by
+ * argv[1] (all of them without an argument), each after a line "== NAME",
+ * and returns test_finish()'s code; an unknown name prints the usage and
+ * returns 1. */
+typedef struct test_scenario {
+    const char *name;
+    void (*run)(void);
+} test_scenario;
+int test_run_scenarios(int argc, char **argv, const test_scenario *scenarios, size_t n);
 
 /* Deterministic xorshift64* generator for tests and benchmarks. */
 static inline unsigned long long test_rand(unsigned long long *s)
