@@ -22,12 +22,15 @@ off=$(cd "${1:?usage: bench_auth_ab.sh OFF_BUILD ON_BUILD [RUNS]}" && pwd)
 on=$(cd "${2:?usage: bench_auth_ab.sh OFF_BUILD ON_BUILD [RUNS]}" && pwd)
 runs=${3:-5}
 out=$(mktemp -d /tmp/fx-auth-ab-XXXXXX)
-for i in $(seq "$runs"); do
-  echo "run $i/$runs: off" >&2
-  FX_CLUSTER_SECRET=0 "$off/bench/fx_bench_cluster" --json "$out/off$i.jsonl" >/dev/null
-  echo "run $i/$runs: on" >&2
-  FX_CLUSTER_SECRET=1 "$on/bench/fx_bench_cluster" --json "$out/on$i.jsonl" >/dev/null
-done
+. "$(dirname "$0")/ab_runs.sh"
+run_side() { # AB_SIDE: off or on
+  if [ "$AB_SIDE" = off ]; then
+    FX_CLUSTER_SECRET=0 "$off/bench/fx_bench_cluster" --json "$AB_JSON"
+  else
+    FX_CLUSTER_SECRET=1 "$on/bench/fx_bench_cluster" --json "$AB_JSON"
+  fi
+}
+ab_runs "$out" "$runs" off on run_side
 python3 - "$out" "$runs" <<'PY'
 import json, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])

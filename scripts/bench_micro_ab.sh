@@ -20,12 +20,12 @@ new=$(cd "${2:?usage: bench_micro_ab.sh BASE_BUILD NEW_BUILD [RUNS]}" && pwd)
 runs=${3:-5}
 export FX_BENCH_SECONDS=${FX_BENCH_SECONDS:-1}
 out=$(mktemp -d /tmp/fx-micro-ab-XXXXXX)
-for i in $(seq "$runs"); do
-  echo "run $i/$runs: base" >&2
-  "$base/bench/fx_bench_micro" --json "$out/base$i.jsonl" >/dev/null
-  echo "run $i/$runs: new" >&2
-  "$new/bench/fx_bench_micro" --json "$out/new$i.jsonl" >/dev/null
-done
+. "$(dirname "$0")/ab_runs.sh"
+run_side() { # AB_SIDE: base or new, each its own build's fx_bench_micro
+  if [ "$AB_SIDE" = base ]; then "$base/bench/fx_bench_micro" --json "$AB_JSON"
+  else "$new/bench/fx_bench_micro" --json "$AB_JSON"; fi
+}
+ab_runs "$out" "$runs" base new run_side
 python3 - "$out" "$runs" <<'PY'
 import json, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])
