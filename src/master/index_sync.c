@@ -6,10 +6,12 @@
  * flush. A parked reply is {connection, header, packed response, the
  * (member, incarnation, batch number) pairs it waits for}; the list is short
  * (the deletes and overwrites of the last round trip), so an acknowledgement
- * walks all of it.
+ * walks all of it. A parked step (then, then_ctx) takes the reply's place
+ * when the next step of a request must wait, not its answer.
  */
 #include "master/index_sync.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +55,8 @@ struct index_wait {
     uint8_t *resp; /* packed */
     size_t resp_len;
     uint64_t parked_ms;
+    index_then_fn then; /* instead of a reply (master_index_wait_then) */
+    void *then_ctx;
     struct index_wait *next;
 };
 
@@ -189,6 +193,8 @@ void master_index_wait_on(index_wait *w, member *mb)
 
 static void wait_free(index_wait *w)
 {
+    if (w->then)
+        w->then(w->m, w->then_ctx, false);
     if (w->conn)
         net_conn_unref(w->conn);
     free(w->on);
@@ -209,6 +215,10 @@ static bool wait_done(master *m, const index_wait *w)
 
 static void send_parked(index_wait *w)
 {
+    /* The test hook of the crash point "an overwrite's drops applied, its
+     * answer not sent" (docs/decisions.md): dies as kill -9 does. */
+    if (w->m->test_kill_at_put_done_answer && w->desc == &fx__put_done_resp__descriptor)
+        raise(SIGKILL);
     if (!net_conn_is_open(w->conn))
         return;
     ProtobufCMessage *resp = protobuf_c_message_unpack(w->desc, NULL, w->resp_len, w->resp);
@@ -246,7 +256,24 @@ void master_index_wait_reply(master *m, index_wait *w, net_conn *c, const frame_
     m->index_waits = w;
 }
 
-/* Sends and frees every parked reply whose owners are all done. */
+void master_index_wait_then(master *m, index_wait *w, index_then_fn fn, void *ctx)
+{
+    if (!w || wait_done(m, w)) {
+        if (w)
+            wait_free(w);
+        fn(m, ctx, true);
+        return;
+    }
+    w->then = fn;
+    w->then_ctx = ctx;
+    w->parked_ms = master_now_ms(m);
+    w->next = m->index_waits;
+    m->index_waits = w;
+}
+
+/* Sends (or runs) and frees every parked reply (or step) whose owners are
+ * all done. A step may park new waits: they go to the head of the list, and
+ * the walk goes on from where it stood. */
 static void release_done(master *m)
 {
     index_wait **pp = &m->index_waits;
@@ -254,6 +281,14 @@ static void release_done(master *m)
         index_wait *w = *pp;
         if (wait_done(m, w)) {
             *pp = w->next;
+            if (w->then) {
+                index_then_fn fn = w->then;
+                void *ctx = w->then_ctx;
+                w->then = NULL;
+                wait_free(w);
+                fn(m, ctx, true);
+                continue;
+            }
             send_parked(w);
             wait_free(w);
         } else {

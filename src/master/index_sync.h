@@ -16,7 +16,9 @@
  * index_wait) until every other owner that held a replica of the dropped
  * version, or cached it, acknowledged the batch carrying the drop; a PutDone
  * whose replica lives on another owner also waits for that owner to
- * acknowledge the publish. The requester's own owner applies the same
+ * acknowledge the publish, and sends the drops of the version it replaced
+ * only after that acknowledgement (master_index_wait_then): a crash between
+ * the two must not leave the key in no owner's index. The requester's own owner applies the same
  * changes when it receives the answer, before its client hears of it. An
  * owner that leaves releases the waits on it (its replicas died with its
  * incarnation); one that does not acknowledge within INDEX_ACK_TIMEOUT_MS is
@@ -25,6 +27,7 @@
 #ifndef FX_MASTER_INDEX_SYNC_H
 #define FX_MASTER_INDEX_SYNC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +66,14 @@ void master_index_wait_on(index_wait *w, member *mb);
  * Frees w. */
 void master_index_wait_reply(master *m, index_wait *w, net_conn *c, const frame_hdr *h,
                              const ProtobufCMessage *resp);
+
+/* A step that must wait for owners' acknowledgements before it runs rather
+ * than a reply: fn(m, ctx, true) once every owner w waits for acknowledged
+ * (or left; at once when there is none), fn(m, ctx, false) when the master
+ * shuts down first (fn then only frees ctx). Frees w; with w NULL (out of
+ * memory) fn runs at once. */
+typedef void (*index_then_fn)(master *m, void *ctx, bool run);
+void master_index_wait_then(master *m, index_wait *w, index_then_fn fn, void *ctx);
 
 /* The ops queued for mb, as wire messages, moved to the caller (freed with
  * master_index_ops_free); the batch number they go with is mb->index_seq. */

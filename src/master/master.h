@@ -102,6 +102,7 @@ typedef struct master {
     bool stopping;
     uint32_t n_ssd_members; /* members.c: live members with an SSD tier (placement's SSD rule) */
     index_wait *index_waits;       /* index_sync.c: replies waiting for owners' indexes */
+    bool test_kill_at_put_done_answer; /* FLUXON_TEST_KILL_AT_PUT_DONE_ANSWER (index_sync.c) */
     recovery *recovery;            /* recovery.c: non-NULL during the recovery phase */
     election *election;            /* election.c: with --etcd, NULL otherwise */
     bool leading;                  /* election.c: won the election (always false without etcd) */

@@ -171,6 +171,44 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     net_reply(c, h, &resp.base);
 }
 
+/* The second step of a PutDone whose new replica lives on another owner
+ * than the requester's and replaced a version: once the target acknowledged
+ * the publish, the replaced version is dropped and the answer waits for
+ * those drops. */
+typedef struct put_drops {
+    route *old; /* referenced */
+    uint32_t req_node;
+    net_conn *conn; /* referenced */
+    frame_hdr hdr;
+} put_drops;
+
+static put_drops *put_drops_new(member *mb, net_conn *c, const frame_hdr *h, route *old)
+{
+    put_drops *d = malloc(sizeof *d);
+    if (!d)
+        return NULL;
+    route_ref(old);
+    net_conn_ref(c);
+    *d = (put_drops){.old = old, .req_node = mb->node_id, .conn = c, .hdr = *h};
+    return d;
+}
+
+static void send_put_drops(master *m, void *ctx, bool run)
+{
+    put_drops *d = ctx;
+    if (run) {
+        index_wait *w = master_index_wait_new(m);
+        master_invalidate_route(m, d->old);
+        master_index_drop_route(m, d->old, w, d->req_node);
+        master_index_wait_key(m, w, d->old->key, d->old->klen, d->req_node);
+        master_index_wait_reply(m, w, d->conn, &d->hdr,
+                                &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
+    }
+    route_unref(d->old);
+    net_conn_unref(d->conn);
+    free(d);
+}
+
 void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__PutDoneReq *req)
 {
     inflight_put *p = master_inflight_put_find(m, req->key.data, req->key.len, req->put_id);
@@ -219,12 +257,19 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
         master_index_publish(target, r->key, r->klen, r->pid, target_alloc->offset, r->len);
         master_index_wait_on(w, target);
     }
-    if (old) {
-        master_invalidate_route(m, old);
-        master_index_drop_route(m, old, w, mb->node_id);
+    put_drops *d = target != mb && old ? put_drops_new(mb, c, h, old) : NULL;
+    if (d) {
+        /* The old version's owners drop it only once the target indexed the
+         * new one: a crash in between leaves one of the two indexed. */
+        master_index_wait_then(m, w, send_put_drops, d);
+    } else {
+        if (old) {
+            master_invalidate_route(m, old);
+            master_index_drop_route(m, old, w, mb->node_id);
+        }
+        master_index_wait_key(m, w, r->key, r->klen, mb->node_id);
+        master_index_wait_reply(m, w, c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
     }
-    master_index_wait_key(m, w, r->key, r->klen, mb->node_id);
-    master_index_wait_reply(m, w, c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
     if (persist) /* after the answer: the public put does not wait for the SSD */
         master_ssd_persist(m, r->key, r->klen, r->pid, target->node_id, target_alloc);
     master_inflight_put_free(m, p);

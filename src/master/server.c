@@ -260,6 +260,11 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
         return -ENOMEM;
     }
     m->placement = placement_policy_for(m->cfg.placement);
+    const char *kill_hook = getenv("FLUXON_TEST_KILL_AT_PUT_DONE_ANSWER");
+    m->test_kill_at_put_done_answer = kill_hook && strcmp(kill_hook, "1") == 0;
+    if (m->test_kill_at_put_done_answer)
+        FX_LOG(WARN, "test hook FLUXON_TEST_KILL_AT_PUT_DONE_ANSWER: this master dies at the "
+                     "first PutDone answer that waited for owners' indexes");
     if (!m->cfg.etcd)
         master_recovery_begin(m); /* owners that outlived a previous master report first */
     unsigned seed;

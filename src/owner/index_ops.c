@@ -6,7 +6,8 @@
  * in order before the batch is acknowledged: the master answers a delete or
  * an overwrite only after that acknowledgement (src/master/index_sync.h).
  * This owner applies its own changes when it learns of them, before its
- * client does: a put it made (PutDone answered), a delete it made, an SSD
+ * client does: a put it made (PutDone answered, or unanswered because the
+ * link to the master was lost: ext_put.c), a delete it made, an SSD
  * commit the master published, an SSD eviction. (A durable copy it pulled
  * comes as the master's PUBLISH: losing one to a crash loses a copy, not a
  * version.) And

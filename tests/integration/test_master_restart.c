@@ -26,6 +26,12 @@
  *      keys stay deleted, owner1's old keys give KeyNotFound or their latest
  *      bytes (never older ones), and a new put through owner1 reads back
  *      through owner0.
+ *   3. overwrite_at_crash: a key put through owner1, a master started with
+ *      the test hook FLUXON_TEST_KILL_AT_PUT_DONE_ANSWER, then an overwrite
+ *      through owner0: the master dies (SIGKILL, its own) after owner1
+ *      acknowledged the drop of version 1, before owner0 hears the answer.
+ *      The put fails MasterUnavailable; the master started again: the key
+ *      reads version 2 through both owners (neither lost nor version 1).
  *
  * The recovery time (restart to the first get that needs the new master) is
  * printed. Run one scenario alone with its name as the only argument.
@@ -37,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -674,8 +681,85 @@ static void owner_restarted_too(void)
     CHECK(cluster_stop(&run.tc) == 0, "cluster stopped cleanly");
 }
 
+/* ---- 3. the master dies while answering an overwrite ---------------------------- */
+
+/* Polls a get of key through c until it answers something but
+ * MasterUnavailable / a lost connection, or until deadline_ms. */
+static int get_after_recovery(fx_client *c, const char *key, fx_holder **h, uint64_t deadline_ms)
+{
+    int r;
+    for (;;) {
+        *h = NULL;
+        r = fx_get(c, key, strlen(key), h);
+        if ((r != FX_EMASTER && r != FX_ECONN) || test_now_ms() >= deadline_ms)
+            return r;
+        test_sleep_ms(POLL_MS);
+    }
+}
+
+static void overwrite_at_crash(void)
+{
+    restart_run run;
+    start_run(&run);
+    const char *key = "overwritten-at-crash";
+    const size_t len1 = 64 * KIB, len2 = 64 * KIB - 517;
+    int r = value_put(run.c[1], key, version_seed(key, 1), len1);
+    REQUIRE(r == 0, "put %s through owner1 (it lives there): %s (%s)", key, fx_strerror(r),
+            fx_last_error_detail());
+
+    /* A master that dies at its first PutDone answer that waited for owners'
+     * indexes: the overwrite below, once owner1 acknowledged the drop of
+     * version 1 and before owner0 hears that version 2 is published. */
+    setenv("FLUXON_TEST_KILL_AT_PUT_DONE_ANSWER", "1", 1);
+    r = cluster_restart_master(&run.tc);
+    unsetenv("FLUXON_TEST_KILL_AT_PUT_DONE_ANSWER");
+    REQUIRE(r == 0, "start the master with the kill hook");
+    fx_holder *h = NULL;
+    /* Through owner1: a get through owner0 would leave a copy of version 1
+     * there, which owner0 (the requester) keeps until it hears the answer. */
+    r = get_after_recovery(run.c[1], key, &h, test_now_ms() + RECOVERY_MS);
+    CHECK(r == 0 && value_holder_is(h, version_seed(key, 1), len1),
+          "version 1 reads back after the hooked master recovered: %s", fx_strerror(r));
+    fx_holder_release(h);
+
+    r = value_put(run.c[0], key, version_seed(key, 2), len2);
+    CHECK(r == FX_EMASTER || r == FX_ECONN, "the overwrite through owner0 is not answered: %s (%s)",
+          fx_strerror(r), fx_last_error_detail());
+    int st = 0;
+    REQUIRE(waitpid(run.tc.master_pid, &st, 0) == run.tc.master_pid && WIFSIGNALED(st) &&
+                WTERMSIG(st) == SIGKILL,
+            "the hooked master died at the overwrite's answer (status %#x)", st);
+    run.tc.master_pid = 0;
+    run.tc.master_killed = true;
+    char why[160];
+    for (int o = 0; o < N_OWNERS; o++)
+        REQUIRE(cluster_owner_running(&run.tc, o, why, sizeof why) &&
+                    run.tc.owner_pids[o] == run.owner_pid[o],
+                "owner%d outlives the master: %s", o, why);
+
+    uint64_t restarted_at = test_now_ms();
+    REQUIRE(cluster_restart_master(&run.tc) == 0, "start the master again");
+    fx_client *fresh[N_OWNERS];
+    connect_fresh(&run, fresh);
+    for (int via = 0; via < N_OWNERS; via++) {
+        r = get_after_recovery(fresh[via], key, &h, restarted_at + RECOVERY_MS);
+        /* Version 1 was dropped before the crash (R1); losing both would
+         * lose a value whose owners all lived. */
+        CHECK(r == 0 && value_holder_is(h, version_seed(key, 2), len2),
+              "%s reads version 2 through owner%d after the crash: %s%s", key, via,
+              fx_strerror(r),
+              r == 0 && value_holder_is(h, version_seed(key, 1), len1) ? " (version 1!)" : "");
+        fx_holder_release(h);
+    }
+    close_all(fresh);
+    close_all(run.c);
+    CHECK(cluster_stop(&run.tc) == 0, "cluster stopped cleanly");
+}
+
 int main(int argc, char **argv)
 {
-    static const test_scenario scenarios[] = {{"master_restart", master_restart}, {"owner_restarted_too", owner_restarted_too}};
+    static const test_scenario scenarios[] = {{"master_restart", master_restart},
+                                              {"owner_restarted_too", owner_restarted_too},
+                                              {"overwrite_at_crash", overwrite_at_crash}};
     return test_run_scenarios(argc, argv, scenarios, sizeof scenarios / sizeof scenarios[0]);
 }
