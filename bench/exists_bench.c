@@ -16,11 +16,11 @@
  * as the median of ROUNDS rounds, with the range.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../tests/util/cluster.h"
 #include "benchutil.h"
+#include "rows.h"
 #include "fluxon/fluxon.h"
 
 #define KEYS 4096
@@ -76,8 +76,6 @@ static int prefix_hits(fx_client *c)
     return 0;
 }
 
-typedef int (*round_fn)(fx_client *);
-
 int main(void)
 {
     for (int i = 0; i < KEYS; i++) {
@@ -107,28 +105,16 @@ int main(void)
             goto out;
         }
     }
-    const char *names[3] = {"exists x1", "batch-exists", "prefix-hits"};
-    round_fn fns[3] = {exists_single, exists_batch, prefix_hits};
-    double rate[3][ROUNDS];
-    for (int r = 0; r < ROUNDS; r++)
-        for (int k = 0; k < 3; k++) {
-            uint64_t t0 = now_ns();
-            if (fns[k](c) < 0)
-                goto out;
-            rate[k][r] = KEYS / ((double)(now_ns() - t0) / 1e9);
-        }
     char cpu[128];
     cpu_model(cpu, sizeof cpu);
     printf("fx_bench_exists: %d keys stored, batches of %d, median of %d rounds; %s\n", KEYS,
            BATCH, ROUNDS, cpu);
-    double med[3];
-    for (int k = 0; k < 3; k++) {
-        qsort(rate[k], ROUNDS, sizeof rate[k][0], cmp_double);
-        med[k] = rate[k][ROUNDS / 2];
-        printf("  %-12s %10.0f keys/s  (min %.0f, max %.0f)\n", names[k], med[k], rate[k][0],
-               rate[k][ROUNDS - 1]);
-    }
-    printf("  batch-exists / exists x1 = %.1fx\n", med[1] / med[0]);
+    bench_row rows[3] = {{"exists x1", exists_single, 0},
+                         {"batch-exists", exists_batch, 0},
+                         {"prefix-hits", prefix_hits, 0}};
+    if (bench_rows_run(c, rows, 3, ROUNDS, KEYS) < 0)
+        goto out;
+    printf("  batch-exists / exists x1 = %.1fx\n", rows[1].median / rows[0].median);
     rc = 0;
 out:
     fx_close(c);
