@@ -59,14 +59,13 @@ void master_on_batch_key_info(master *m, net_conn *c, const frame_hdr *h,
     }
     int32_t results[FX_BATCH_MAX];
     Fx__BatchKeyInfoResp resp = FX__BATCH_KEY_INFO_RESP__INIT;
-    const uint8_t *key = req->keys.data;
-    size_t n = 0;
+    size_t off = 0, n = 0; /* the shape check bounds off by keys.len */
     while (n < req->n_klens) {
         uint32_t klen = req->klens[n];
-        int32_t r = !batch_key_len_ok(klen) ? FX_EINVAL
-                    : route_find(&m->routes, key, klen) ? 1
-                                                        : 0;
-        key += klen;
+        int32_t r = FX_EINVAL; /* this key alone */
+        if (batch_key_len_ok(klen))
+            r = route_find(&m->routes, req->keys.data + off, klen) ? 1 : 0;
+        off += klen;
         results[n++] = r;
         if (r != 1 && req->prefix_only)
             break;
