@@ -45,6 +45,7 @@ BENCH_HITRATE = ./scripts/hugepages.sh $$(( $${FX_HITRATE_MEMORY_MIB:-1024} * 10
 bench: build
 	@$(BUILD)/bench/fx_bench_micro
 	@$(BUILD)/bench/fx_bench_batch
+	@$(BUILD)/bench/fx_bench_exists
 	@$(BENCH_CLUSTER)
 	@$(BENCH_HITRATE)
 

@@ -14,11 +14,11 @@
  * per row as the median of ROUNDS rounds and the batch / single ratio.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../tests/util/cluster.h"
 #include "benchutil.h"
+#include "rows.h"
 #include "fluxon/fluxon.h"
 
 #define KEYS 1024
@@ -90,8 +90,6 @@ static int put_batch(fx_client *c)
     return 0;
 }
 
-typedef int (*round_fn)(fx_client *);
-
 int main(void)
 {
     static uint8_t value[VALUE_BYTES];
@@ -110,29 +108,18 @@ int main(void)
     fx_client *c = fx_connect(tc.socket, &err);
     if (!c || put_single(c) < 0 || get_single(c) < 0) /* warm: values and owner cache */
         goto out;
-    const char *names[4] = {"get x1", "batch-get", "put x1", "batch-put"};
-    round_fn fns[4] = {get_single, get_batch, put_single, put_batch};
-    double rate[4][ROUNDS];
-    for (int r = 0; r < ROUNDS; r++)
-        for (int k = 0; k < 4; k++) {
-            uint64_t t0 = now_ns();
-            if (fns[k](c) < 0)
-                goto out;
-            rate[k][r] = KEYS / ((double)(now_ns() - t0) / 1e9);
-        }
     char cpu[128];
     cpu_model(cpu, sizeof cpu);
     printf("fx_bench_batch: %d keys of %d bytes, batches of %d, median of %d rounds; %s\n", KEYS,
            VALUE_BYTES, BATCH, ROUNDS, cpu);
-    double med[4];
-    for (int k = 0; k < 4; k++) {
-        qsort(rate[k], ROUNDS, sizeof rate[k][0], cmp_double);
-        med[k] = rate[k][ROUNDS / 2];
-        printf("  %-10s %10.0f keys/s  (min %.0f, max %.0f)\n", names[k], med[k], rate[k][0],
-               rate[k][ROUNDS - 1]);
-    }
-    printf("  batch-get / get x1 = %.2fx, batch-put / put x1 = %.2fx\n", med[1] / med[0],
-           med[3] / med[2]);
+    bench_row rows[4] = {{"get x1", get_single, 0},
+                         {"batch-get", get_batch, 0},
+                         {"put x1", put_single, 0},
+                         {"batch-put", put_batch, 0}};
+    if (bench_rows_run(c, rows, 4, ROUNDS, KEYS) < 0)
+        goto out;
+    printf("  batch-get / get x1 = %.2fx, batch-put / put x1 = %.2fx\n",
+           rows[1].median / rows[0].median, rows[3].median / rows[2].median);
     rc = 0;
 out:
     fx_close(c);

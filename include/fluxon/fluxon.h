@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -117,6 +118,61 @@ int fx_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *
  * looked up, else an FX_E* code for the batch (then every out[i] is NULL). */
 int fx_batch_get(fx_client *c, size_t n, const char *const *keys, const size_t *klens,
                  fx_holder **out, int *results);
+
+/* ---- batches for inference engines: lookups, copies in and out, deletes ------
+ *
+ * One call per batch of keys, the shape SGLang HiCache, LMCache and vLLM's
+ * connectors use. n may be 0 (nothing to do) up to FX_BATCH_MAX; more is
+ * refused with FX_EINVAL (split the batch). Every call returns 0 when each
+ * key has its own outcome in results[i] (0 or, for exists, 1 / 0; else an
+ * FX_E* code for that key alone), or an FX_E* code when the batch as a whole
+ * failed (a NULL array, a lost owner): then results[i] are that code for
+ * every key not yet known. */
+
+/* results[i]: 1 when key i has a readable value, 0 when not, or a negative
+ * FX_E* code (an invalid key). One message to the owner and one to the
+ * master, answered in one pass there. */
+int fx_batch_exists(fx_client *c, size_t n, const char *const keys[], const size_t klens[],
+                    int results[]);
+
+/* *hits: how many keys, from keys[0] on, have a readable value before the
+ * first that has not (the prefix of a token sequence already cached). The
+ * master stops at the first miss. */
+int fx_prefix_hits(fx_client *c, size_t n, const char *const keys[], const size_t klens[],
+                   size_t *hits);
+
+/* Copies each key's value into bufs[i] (caps[i] bytes; a larger buffer is
+ * fine). lens[i] receives the value's length. results[i]: 0, FX_ENOTFOUND
+ * on a miss (lens[i] 0), FX_EINVAL when caps[i] is smaller than the value
+ * (nothing written; lens[i] is the length needed), or another FX_E* code. */
+int fx_batch_get_into(fx_client *c, size_t n, const char *const keys[], const size_t klens[],
+                      void *const bufs[], const size_t caps[], size_t lens[], int results[]);
+
+/* Scatter form of fx_batch_get_into: key i's value fills iovs[i][0..iovcnts[i]-1]
+ * in order (the value may end inside any of them); FX_EINVAL for that key when
+ * their total is smaller than the value. */
+int fx_batch_get_iov(fx_client *c, size_t n, const char *const keys[], const size_t klens[],
+                     const struct iovec *const iovs[], const size_t iovcnts[], size_t lens[],
+                     int results[]);
+
+/* Stores vals[i] (lens[i] bytes) under keys[i]; opts (may be NULL) applies to
+ * every key: with reject_if_exists a key that already has a value reports
+ * FX_EEXIST and the others are stored. results[i]: 0 or an FX_E* code. Each
+ * stored key is visible as after fx_put when the call returns. */
+int fx_batch_put_from(fx_client *c, size_t n, const char *const keys[], const size_t klens[],
+                      const void *const vals[], const size_t lens[], const fx_put_options *opts,
+                      int results[]);
+
+/* Gather form of fx_batch_put_from: key i's value is the concatenation of
+ * iovs[i][0..iovcnts[i]-1] (for example one segment per layer). */
+int fx_batch_put_iov(fx_client *c, size_t n, const char *const keys[], const size_t klens[],
+                     const struct iovec *const iovs[], const size_t iovcnts[],
+                     const fx_put_options *opts, int results[]);
+
+/* Deletes each key. results[i]: 0, FX_ENOTFOUND when it was absent, or
+ * another FX_E* code. Visibility as fx_delete. */
+int fx_batch_delete(fx_client *c, size_t n, const char *const keys[], const size_t klens[],
+                    int results[]);
 
 /* ---- zero-copy put: write the value straight into shared memory --------------- */
 

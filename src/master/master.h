@@ -274,6 +274,10 @@ void master_leases_free(master *m);
 
 /* query.c: what the master knows of keys (exists, size, prefix counts) */
 void master_on_key_info(master *m, net_conn *c, const frame_hdr *h, Fx__KeyInfoReq *req);
+/* BatchKeyInfo: per key 1 / 0 / FX_EINVAL (a bad length) in one pass; a bad
+ * shape (net/batch_keys.h) is answered FX_EINVAL as a whole. */
+void master_on_batch_key_info(master *m, net_conn *c, const frame_hdr *h,
+                              Fx__BatchKeyInfoReq *req);
 /* AccessReport: reads served from an owner's get cache, for the policy. */
 void master_on_access_report(master *m, member *mb, Fx__AccessReportReq *req);
 

@@ -1,12 +1,16 @@
 /*
  * query.c - questions about keys that move no bytes: KeyInfo (fx_exists,
- * fx_get_size, fx_count_prefix) and the owners' AccessReports.
+ * fx_get_size, fx_count_prefix), BatchKeyInfo (fx_batch_exists,
+ * fx_prefix_hits) and the owners' AccessReports.
  *
  * exists and get_size read kv_routes: a key exists while its current version
  * has a readable copy (memory or SSD); an in-flight put does not count until
  * PutDone. count_prefix reads the prefix index that the route table keeps in
  * step with its keys (route.c); the spec only promises it eventually
- * consistent with puts, and here it is exact at each answer.
+ * consistent with puts, and here it is exact at each answer. BatchKeyInfo
+ * answers up to FX_BATCH_MAX keys with the same rule in one pass over the
+ * packed list, after its shape was checked (net/batch_keys.h); prefix_only
+ * stops at the first key without a readable value.
  *
  * AccessReport lists keys an owner served from its own get cache (no
  * GetStart reached the master): each is a hit for that owner's replica in the
@@ -17,6 +21,7 @@
 #include "master/prefix_index.h"
 
 #include "fluxon/fluxon.h"
+#include "net/batch_keys.h"
 
 #define MAX_KEY_LEN 4096u
 
@@ -41,6 +46,34 @@ void master_on_key_info(master *m, net_conn *c, const frame_hdr *h, Fx__KeyInfoR
         resp.exists = true;
         resp.len = r->len;
     }
+    net_reply(c, h, &resp.base);
+}
+
+void master_on_batch_key_info(master *m, net_conn *c, const frame_hdr *h,
+                              Fx__BatchKeyInfoReq *req)
+{
+    char why[160];
+    if (batch_keys_check(&req->keys, req->klens, req->n_klens, why, sizeof why)) {
+        net_reply_error(c, h, FX_EINVAL, "BatchKeyInfo: %s", why);
+        return;
+    }
+    int32_t results[FX_BATCH_MAX];
+    Fx__BatchKeyInfoResp resp = FX__BATCH_KEY_INFO_RESP__INIT;
+    size_t off = 0, n = 0; /* the shape check bounds off by keys.len */
+    while (n < req->n_klens) {
+        uint32_t klen = req->klens[n];
+        int32_t r = FX_EINVAL; /* this key alone */
+        if (batch_key_len_ok(klen))
+            r = route_find(&m->routes, req->keys.data + off, klen) ? 1 : 0;
+        off += klen;
+        results[n++] = r;
+        if (r != 1 && req->prefix_only)
+            break;
+        if (r == 1 && resp.prefix_hits == n - 1)
+            resp.prefix_hits = n;
+    }
+    resp.n_results = n;
+    resp.results = results;
     net_reply(c, h, &resp.base);
 }
 

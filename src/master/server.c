@@ -126,6 +126,9 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     case MSG_KEY_INFO:
         master_on_key_info(m, c, h, (Fx__KeyInfoReq *)msg);
         break;
+    case MSG_BATCH_KEY_INFO:
+        master_on_batch_key_info(m, c, h, (Fx__BatchKeyInfoReq *)msg);
+        break;
     case MSG_LEASE:
         master_on_lease(m, c, h, (Fx__LeaseReq *)msg);
         break;

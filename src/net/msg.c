@@ -40,6 +40,7 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     ENTRY(MSG_LEASE, "Lease", lease),
     ENTRY(MSG_ACCESS_REPORT, "AccessReport", access_report),
     ENTRY(MSG_RECOVERY_REPORT, "RecoveryReport", recovery_report),
+    ENTRY(MSG_BATCH_KEY_INFO, "BatchKeyInfo", batch_key_info),
     ENTRY(MSG_EXT_HELLO, "ExternalHello", external_hello),
     ENTRY(MSG_EXT_PUT_START, "ExternalPutStart", external_put_start),
     ENTRY(MSG_EXT_PUT_TRANSFER_END, "ExternalPutTransferEnd", external_put_transfer_end),
@@ -53,6 +54,9 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     [MSG_EXT_KEY_INFO] = {"ExternalKeyInfo", &fx__key_info_req__descriptor,
                           &fx__key_info_resp__descriptor},
     [MSG_EXT_LEASE] = {"ExternalLease", &fx__lease_req__descriptor, &fx__lease_resp__descriptor},
+    [MSG_EXT_BATCH_EXISTS] = {"ExternalBatchExists", &fx__batch_key_info_req__descriptor,
+                              &fx__batch_key_info_resp__descriptor},
+    ENTRY(MSG_EXT_BATCH_GET, "ExternalBatchGet", external_batch_get),
 };
 
 const ProtobufCMessageDescriptor *msg_descriptor(uint16_t type, bool response)

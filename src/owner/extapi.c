@@ -6,7 +6,8 @@
  * connection to an existing session. Puts and gets have their own files
  * (ext_put.c, ext_get.c); here are the sessions, the dispatch, ExternalDelete
  * (wraps Delete), ExternalDeleteAck (releases holders), ping, stat, and
- * KeyInfo / Lease (forwarded to the master as they are). When
+ * KeyInfo / BatchExists / Lease (forwarded to the master as they are: a
+ * batch of keys goes on as one BatchKeyInfo once its shape passed). When
  * a session connection closes, every holder of that external is released;
  * when any connection closes, its started puts are revoked. The socket is
  * served from the first registration on, also while the master is lost:
@@ -30,13 +31,16 @@
 #include "common/log.h"
 #include "common/mkdir_p.h"
 #include "fluxon/fluxon.h"
+#include "net/batch_keys.h"
 #include "net/fdpass.h"
 #include "net/unix_path.h"
 
 #define EXT_PROTOCOL_VERSION 1u
-/* Externals send keys and ids, never payload; an ExternalHello is a few
- * bytes, so strangers get less. */
-#define EXT_MAX_BODY (1u << 20)
+/* Externals send keys and ids, never payload: the largest request is a batch
+ * of FX_BATCH_MAX keys of the longest length (4 MiB), with room for its
+ * lengths and framing. An ExternalHello is a few bytes, so strangers get
+ * less. */
+#define EXT_MAX_BODY ((uint32_t)FX_BATCH_MAX * (MAX_KEY_LEN + 16u) + (64u * 1024u))
 #define EXT_HELLO_MAX_BODY (64u * 1024u)
 
 /* ---- sessions ------------------------------------------------------------ */
@@ -240,6 +244,18 @@ static void on_key_info(owner *o, ext_conn *ec, const frame_hdr *h, Fx__KeyInfoR
     forward_to_master(o, ec, h, MSG_KEY_INFO, &req->base);
 }
 
+/* The shape is checked here too, so that a malformed batch costs the master
+ * nothing; per-key lengths are the master's to judge (results[i]). */
+static void on_batch_exists(owner *o, ext_conn *ec, const frame_hdr *h, Fx__BatchKeyInfoReq *req)
+{
+    char why[160];
+    if (batch_keys_check(&req->keys, req->klens, req->n_klens, why, sizeof why)) {
+        net_reply_error(ec->conn, h, FX_EINVAL, "ExternalBatchExists: %s", why);
+        return;
+    }
+    forward_to_master(o, ec, h, MSG_BATCH_KEY_INFO, &req->base);
+}
+
 /* ---- dispatch ------------------------------------------------------------- */
 
 static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
@@ -289,6 +305,9 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     case MSG_EXT_KEY_INFO:
         on_key_info(o, ec, h, (Fx__KeyInfoReq *)msg);
+        break;
+    case MSG_EXT_BATCH_EXISTS:
+        on_batch_exists(o, ec, h, (Fx__BatchKeyInfoReq *)msg);
         break;
     case MSG_EXT_LEASE:
         forward_to_master(o, ec, h, MSG_LEASE, msg);

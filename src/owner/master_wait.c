@@ -13,7 +13,8 @@
  * its deadline first with FX_EMASTER. Calls already sent when the link drops
  * complete with FX_EMASTER through rpc_fail_all (master_link.c). So every
  * call completes exactly once, with an answer, FX_ETIMEDOUT or FX_EMASTER,
- * never hangs; the queue is bounded (MASTER_WAIT_MAX_CALLS: beyond it a call
+ * never hangs; the queue is bounded (MASTER_WAIT_MAX_CALLS calls and
+ * MASTER_WAIT_MAX_BYTES of bodies: beyond either a call
  * is refused at once) and its calls fail at shutdown.
  *
  * The queue is in enqueue order, which is deadline order too (every call
@@ -32,8 +33,10 @@
 #include "fluxon/fluxon.h"
 #include "net/msg.h"
 
-/* Queued calls at most (keys are at most 4 KiB: a few MiB of bodies). */
+/* Queued calls at most, and their bodies' bytes at most: a single key is at
+ * most 4 KiB, but a batch (BatchKeyInfo) may carry 4 MiB of keys. */
 #define MASTER_WAIT_MAX_CALLS 4096u
+#define MASTER_WAIT_MAX_BYTES (64u << 20)
 
 typedef struct waiting_call {
     uint16_t type;
@@ -50,6 +53,7 @@ struct master_wait {
     owner *o;
     waiting_call *head, *tail; /* enqueue (= deadline) order */
     size_t count;
+    size_t bytes; /* of the queued bodies */
 };
 
 static waiting_call *pop(master_wait *w)
@@ -60,6 +64,7 @@ static waiting_call *pop(master_wait *w)
         if (!w->head)
             w->tail = NULL;
         w->count--;
+        w->bytes -= c->len;
     }
     return c;
 }
@@ -140,8 +145,13 @@ static int enqueue(owner *o, uint16_t type, const ProtobufCMessage *m, rpc_cb cb
     }
     if (m->descriptor != msg_descriptor(type, false))
         return FX_EINVAL; /* as rpc_call would refuse it */
-    waiting_call *c = calloc(1, sizeof *c);
     size_t len = protobuf_c_message_get_packed_size(m);
+    if (len > MASTER_WAIT_MAX_BYTES - w->bytes) {
+        FX_LOG_LIMITED(WARN, "%zu bytes of client requests already wait for the master; %s "
+                             "refused with MasterUnavailable", w->bytes, msg_name(type));
+        return FX_EMASTER;
+    }
+    waiting_call *c = calloc(1, sizeof *c);
     uint8_t *body = c ? malloc(len ? len : 1) : NULL;
     if (!body) {
         free(c);
@@ -159,6 +169,7 @@ static int enqueue(owner *o, uint16_t type, const ProtobufCMessage *m, rpc_cb cb
     else
         w->head = c;
     w->tail = c;
+    w->bytes += len;
     if (w->count++ == 0)
         arm(w);
     return 0;

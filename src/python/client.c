@@ -359,6 +359,14 @@ static PyMethodDef client_methods[] = {
     KW_METHOD("batch_get", fxpy_client_batch_get,
               "batch_get(keys) -> list\n\nPer key a MemHolder, or None on a miss; any other "
               "per-key error\nraises (and the holders already taken are released)."),
+    KW_METHOD("batch_exists", fxpy_client_batch_exists,
+              "batch_exists(keys) -> list[bool]\n\nPer key (str or bytes, any number; "
+              "FX_BATCH_MAX per round trip)\nwhether it has a readable value, as exists(). "
+              "An invalid key (empty,\nover 4096 bytes) raises Error naming it."),
+    KW_METHOD("prefix_hits", fxpy_client_prefix_hits,
+              "prefix_hits(keys) -> int\n\nHow many keys, from the first on, have a readable "
+              "value before the\nfirst that has not (the cached prefix of a token sequence). "
+              "An invalid\nkey raises Error."),
     KW_METHOD("lease_allocate", client_lease_allocate,
               "lease_allocate(ttl_ms) -> int\n\nA lease id for put(lease_id=...)."),
     KW_METHOD("lease_keepalive", client_lease_keepalive,

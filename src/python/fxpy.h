@@ -2,11 +2,11 @@
  * fxpy.h - what the files of the `fluxon` Python extension share.
  *
  * The module wraps the public C API (include/fluxon/fluxon.h) and nothing
- * else of libfluxon. Two types: Client (client.c, batch.c) owns an fx_client;
- * MemHolder (holder.c, dlpack.c) owns one fx_holder and a reference to its
- * Client. All fields below are read and written only with the GIL held; the
- * C calls that block run with the GIL released, bracketed by
- * fxpy_client_enter / fxpy_client_leave so that close() never frees the
+ * else of libfluxon. Two types: Client (client.c, batch.c, batch_exists.c)
+ * owns an fx_client; MemHolder (holder.c, dlpack.c) owns one fx_holder and a
+ * reference to its Client. All fields below are read and written only with
+ * the GIL held; the C calls that block run with the GIL released, bracketed
+ * by fxpy_client_enter / fxpy_client_leave so that close() never frees the
  * fx_client under them.
  */
 #ifndef FXPY_H
@@ -45,6 +45,9 @@ void fxpy_client_holder_gone(fxpy_client *self);
 /* Client.batch_put / Client.batch_get (batch.c). */
 PyObject *fxpy_client_batch_put(fxpy_client *self, PyObject *args, PyObject *kw);
 PyObject *fxpy_client_batch_get(fxpy_client *self, PyObject *args, PyObject *kw);
+/* Client.batch_exists / Client.prefix_hits (batch_exists.c). */
+PyObject *fxpy_client_batch_exists(fxpy_client *self, PyObject *args, PyObject *kw);
+PyObject *fxpy_client_prefix_hits(fxpy_client *self, PyObject *args, PyObject *kw);
 
 /* ---- MemHolder (holder.c, dlpack.c) ------------------------------------------- */
 
@@ -85,6 +88,21 @@ typedef struct fxpy_key {
 int fxpy_key_from(PyObject *obj, fxpy_key *k, const char *what);
 /* A PyArg_Parse "O&" converter for fxpy_key. */
 int fxpy_key_converter(PyObject *obj, void *k);
+
+/* The keys of a batch as C arrays (batch.c); seq keeps the key objects
+ * alive, so the pointers stay valid with the GIL released. */
+typedef struct fxpy_batch_keys {
+    PyObject *seq; /* PySequence_Fast of the keys */
+    Py_ssize_t n;
+    const char **ptrs;
+    size_t *lens;
+} fxpy_batch_keys;
+/* Fills b from a sequence of str / bytes (a lone key is a TypeError); 0, or
+ * -1 with an exception set. fxpy_batch_keys_free either way. */
+int fxpy_batch_keys_init(fxpy_batch_keys *b, PyObject *keys);
+void fxpy_batch_keys_free(fxpy_batch_keys *b);
+/* How many keys of n, from start on, go in one C call (FX_BATCH_MAX at most). */
+size_t fxpy_chunk_len(Py_ssize_t n, Py_ssize_t start);
 
 /* ---- exceptions (errors.c) ---------------------------------------------------- */
 

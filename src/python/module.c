@@ -12,9 +12,9 @@ static struct PyModuleDef fluxon_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "fluxon",
     .m_doc = PyDoc_STR("Fluxon KV client: Client(socket).put / get / delete / batch_put / "
-                       "batch_get;\nget returns a MemHolder, a zero-copy read-only view of "
-                       "the value in\nshared memory (buffer protocol and DLPack). Errors "
-                       "derive from fluxon.Error."),
+                       "batch_get /\nbatch_exists / prefix_hits; get returns a MemHolder, a "
+                       "zero-copy read-only\nview of the value in shared memory (buffer "
+                       "protocol and DLPack). Errors\nderive from fluxon.Error."),
     .m_size = -1,
 };
 

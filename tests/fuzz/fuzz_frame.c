@@ -6,6 +6,11 @@
  * body, then msg_decode of the body for its type and direction), and every
  * decoded message is re-encoded and decoded again, which must succeed.
  *
+ * A decoded batch of packed keys (BatchKeyInfo, ExternalBatchExists) also
+ * goes through the shape check the master and the owner run
+ * (net/batch_keys.h): when it passes, walking the keys by their lengths must
+ * end exactly at the end of `keys`.
+ *
  * An input starting with 'H' (server) or 'h' (client) first runs the control
  * handshake (net/handshake.h) over the bytes after it, as conn.c does on an
  * authenticated connection, then parses what is left as frames.
@@ -14,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/batch_keys.h"
 #include "net/frame.h"
 #include "net/handshake.h"
 #include "net/msg.h"
@@ -43,6 +49,23 @@ static size_t run_handshake(bool server, const uint8_t *data, size_t size)
     return pos;
 }
 
+/* The walk a handler does after batch_keys_check passed. */
+static void walk_batch(const Fx__BatchKeyInfoReq *req)
+{
+    char why[160];
+    if (batch_keys_check(&req->keys, req->klens, req->n_klens, why, sizeof why))
+        return;
+    size_t off = 0;
+    for (size_t i = 0; i < req->n_klens; i++) {
+        if (req->klens[i] > req->keys.len - off)
+            abort();
+        off += req->klens[i];
+        (void)batch_key_len_ok(req->klens[i]);
+    }
+    if (off != req->keys.len)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     size_t pos = 0;
@@ -60,6 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         (void)msg_status(m);
         (void)msg_detail(m);
+        if (!resp && (h.type == MSG_BATCH_KEY_INFO || h.type == MSG_EXT_BATCH_EXISTS))
+            walk_batch((const Fx__BatchKeyInfoReq *)m);
         size_t len;
         uint8_t *enc = msg_encode(h.type, h.flags, h.req_id, m, &len);
         if (!enc)

@@ -36,7 +36,8 @@
 #include "testlib.h"
 
 #define WAIT_MS 5000              /* how long a server gets to drop a bad connection */
-#define EXT_MAX_BODY (1u << 20)   /* the owner's limit for external connections */
+/* The owner's limit for external connections: FX_BATCH_MAX keys of 4 KiB and framing. */
+#define EXT_MAX_BODY ((uint32_t)FX_BATCH_MAX * (4096u + 16u) + (64u * 1024u))
 #define EXT_HELLO_MAX_BODY (64u * 1024u) /* ... until their ExternalHello */
 #define UNREGISTERED_MAX_BODY (64u * 1024u) /* the master's, until Register */
 #define SEG_SIZE (64ull << 20)
@@ -392,12 +393,15 @@ static void check_service(const char *after)
 }
 
 /* A body of exactly len bytes (len >= 16 Ki + 8, so that its padding's length
- * takes a 3-byte varint): an ExternalHello of version 1 when hello, else
- * empty, padded with unknown field 15. Returns len. */
+ * takes a varint of 3 bytes or more): an ExternalHello of version 1 when
+ * hello, else empty, padded with unknown field 15. Returns len. */
 static size_t padded_body(uint8_t *b, bool hello, size_t len)
 {
     size_t n = hello ? pb_uint(b, 1, 1) : 0;
-    size_t pad = len - n - 1 - 3; /* tag + 3-byte length varint */
+    size_t vlen = 3; /* of the padding's length: 3 bytes below 2 MiB, 4 up to 256 MiB */
+    while (len - n - 1 - vlen >= (size_t)1 << (7 * vlen))
+        vlen++;
+    size_t pad = len - n - 1 - vlen; /* tag + length varint */
     n += pb_varint(b + n, 15u << 3 | 2);
     n += pb_varint(b + n, pad);
     memset(b + n, 0x5a, pad);
@@ -580,7 +584,8 @@ static void owner_abuse(void)
 
     /* A hello of exactly the 64 KiB limit of strangers (padded with an
      * unknown field) is accepted: the limit is the limit, not less. After
-     * it, the limit is 1 MiB: a ping of exactly that is answered. */
+     * it, the limit is EXT_MAX_BODY (about 4 MiB, a batch of the longest
+     * keys): a ping of exactly that is answered. */
     uint8_t *big = malloc(FRAME_HDR_LEN + EXT_MAX_BODY);
     REQUIRE(big, "malloc");
     size_t bn = padded_body(big + FRAME_HDR_LEN, true, EXT_HELLO_MAX_BODY);
@@ -604,10 +609,10 @@ static void owner_abuse(void)
         bn = padded_body(big + FRAME_HDR_LEN, false, EXT_MAX_BODY);
         hdr_put(big, (uint32_t)bn, MSG_EXT_PING, 0, 78);
         r = send_all(fd, big, FRAME_HDR_LEN + bn);
-        CHECK(r == 0, "send a 1 MiB ping after the hello: %s", strerror(-r));
+        CHECK(r == 0, "send a ping of EXT_MAX_BODY after the hello: %s", strerror(-r));
         r = read_frame(fd, &f);
         CHECK(r == 1 && f.type == MSG_EXT_PING && f.req_id == 78 && resp_status(&f) == 0,
-              "a ping of exactly 1 MiB after the hello is answered (%d)", r);
+              "a ping of exactly EXT_MAX_BODY after the hello is answered (%d)", r);
         if (r == 1)
             rframe_free(&f);
         close(fd);

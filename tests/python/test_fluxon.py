@@ -361,6 +361,62 @@ class FluxonTest(unittest.TestCase):
         self.assertEqual(c.get(keys[2]).access(), b"2")
         self.assertFalse(c.exists(keys[1]))
 
+    def test_batch_exists(self):
+        c = self.client
+        keys = [self.key("e%d" % i) for i in range(6)]
+        c.batch_put(keys[:4], [b"v"] * 4)
+        c.delete(keys[1])
+        c.put(keys[2], b"overwritten")
+        ask = keys + [keys[0].encode(), keys[3]]
+        got = c.batch_exists(ask)
+        self.assertEqual(got, [True, False, True, True, False, False, True, True])
+        self.assertTrue(all(type(g) is bool for g in got))
+        self.assertEqual(got, [c.exists(k) for k in ask])  # agrees key by key
+        self.assertEqual(c.batch_exists([]), [])
+        with self.assertRaises(fluxon.Error) as cm:
+            c.batch_exists([keys[0], b"", keys[2]])
+        self.assertEqual(cm.exception.code, -3)  # FX_EINVAL, naming the key
+        self.assertIn("b''", str(cm.exception))
+        with self.assertRaises(fluxon.Error):
+            c.batch_exists([keys[0], "x" * 4097])
+        for lone in (keys[0], keys[0].encode()):
+            with self.assertRaises(TypeError):
+                c.batch_exists(lone)
+        with self.assertRaises(TypeError):
+            c.batch_exists([keys[0], 7])
+
+    def test_batch_exists_larger_than_batch_max(self):
+        c = self.client
+        n = fluxon.BATCH_MAX + 5
+        keys = [self.key(str(i)) for i in range(n)]
+        c.batch_put(keys[::2], [b"x"] * len(keys[::2]))
+        self.assertEqual(c.batch_exists(keys), [i % 2 == 0 for i in range(n)])
+
+    def test_prefix_hits(self):
+        c = self.client
+        keys = [self.key("t%d" % i) for i in range(8)]
+        c.batch_put(keys[:5], [b"kv"] * 5)
+        self.assertEqual(c.prefix_hits(keys[:5]), 5)
+        self.assertEqual(c.prefix_hits(keys), 5)
+        self.assertEqual(c.prefix_hits([keys[6]] + keys[:5]), 0)  # the first key missing
+        self.assertEqual(c.prefix_hits(keys[:2] + [keys[7]] + keys[2:5]), 2)
+        self.assertEqual(c.prefix_hits([k.encode() for k in keys[:3]]), 3)
+        self.assertEqual(c.prefix_hits([]), 0)
+        with self.assertRaises(fluxon.Error) as cm:
+            c.prefix_hits([keys[0], ""])
+        self.assertEqual(cm.exception.code, -3)
+        self.assertIn("key 1", str(cm.exception))
+        with self.assertRaises(TypeError):
+            c.prefix_hits(keys[0])
+        # Across the FX_BATCH_MAX chunks: all stored, then a miss after them.
+        n = fluxon.BATCH_MAX + 3
+        long_keys = [self.key("long%d" % i) for i in range(n)]
+        c.batch_put(long_keys, [b"y"] * n)
+        self.assertEqual(c.prefix_hits(long_keys), n)
+        self.assertEqual(c.prefix_hits(long_keys + [self.key("none")]), n)
+        c.delete(long_keys[fluxon.BATCH_MAX + 1])
+        self.assertEqual(c.prefix_hits(long_keys), fluxon.BATCH_MAX + 1)
+
     # ---- threads ------------------------------------------------------------------------
 
     def test_threads_put_get_concurrently(self):
@@ -659,6 +715,10 @@ class MasterLossTest(unittest.TestCase):
         self.assertLess(took, 10)
         with self.assertRaises(fluxon.MasterUnavailable):
             c.put("new", b"x")
+        with self.assertRaises(fluxon.MasterUnavailable):  # the batch waits like the others
+            c.batch_exists(["kept", "new"])
+        with self.assertRaises(fluxon.MasterUnavailable):
+            c.prefix_hits(["kept"])
         self.assertEqual(h.access(), b"held value")  # holders outlive the master
         h.release()
         self.assertIsNone(self.owner.poll(), "the owner still runs")
