@@ -4,10 +4,10 @@
  * ExternalHello opens a session (the session connection receives the segment
  * fd and, later, ExternalInvalidateWeakIndex pushes) or attaches a further
  * connection to an existing session. Puts and gets have their own files
- * (ext_put.c, ext_get.c); here are the sessions, the dispatch, ExternalDelete
- * (wraps Delete), ExternalDeleteAck (releases holders), ping, stat, and
- * KeyInfo / Lease (forwarded to the master as they are). When
- * a session connection closes, every holder of that external is released;
+ * (ext_put.c, ext_get.c, ext_batch_get.c); here are the sessions, the
+ * dispatch, ExternalDelete (wraps Delete), ExternalDeleteAck (releases
+ * holders), ping, stat, and KeyInfo / Lease (forwarded to the master as they
+ * are). When a session connection closes, every holder of that external is released;
  * when any connection closes, its started puts are revoked. The socket is
  * served from the first registration on, also while the master is lost:
  * holders, the get cache, acks and pings need no master, and requests that
@@ -34,9 +34,10 @@
 #include "net/unix_path.h"
 
 #define EXT_PROTOCOL_VERSION 1u
-/* Externals send keys and ids, never payload; an ExternalHello is a few
- * bytes, so strangers get less. */
-#define EXT_MAX_BODY (1u << 20)
+/* Externals send keys and ids, never payload: the largest request is an
+ * ExternalBatchGet of FX_BATCH_MAX keys of MAX_KEY_LEN bytes (4 MiB) with
+ * their lengths; an ExternalHello is a few bytes, so strangers get less. */
+#define EXT_MAX_BODY ((uint32_t)FX_BATCH_MAX * (MAX_KEY_LEN + 8u) + (64u << 10))
 #define EXT_HELLO_MAX_BODY (64u * 1024u)
 
 /* ---- sessions ------------------------------------------------------------ */
@@ -274,6 +275,9 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     case MSG_EXT_GET:
         ext_on_get(o, ec, h, (Fx__ExternalGetReq *)msg);
+        break;
+    case MSG_EXT_BATCH_GET:
+        ext_on_batch_get(o, ec, h, (Fx__ExternalBatchGetReq *)msg);
         break;
     case MSG_EXT_DELETE:
         on_delete(o, ec, h, (Fx__ExternalDeleteReq *)msg);
