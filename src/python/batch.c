@@ -17,59 +17,9 @@
  */
 #include "fxpy.h"
 
-/* The keys of a batch as C arrays; the sequence keeps the key objects alive. */
-typedef struct batch_keys {
-    PyObject *seq; /* PySequence_Fast of the keys */
-    Py_ssize_t n;
-    const char **ptrs;
-    size_t *lens;
-} batch_keys;
-
-static void batch_keys_free(batch_keys *b)
-{
-    Py_XDECREF(b->seq);
-    PyMem_Free(b->ptrs);
-    PyMem_Free(b->lens);
-}
-
-static int batch_keys_init(batch_keys *b, PyObject *keys)
-{
-    *b = (batch_keys){0};
-    /* A lone key is a sequence too (of its characters or bytes): refuse it
-     * rather than look up every character. */
-    if (PyUnicode_Check(keys) || PyBytes_Check(keys) || PyByteArray_Check(keys)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "keys must be a sequence of str or bytes, not a single key");
-        return -1;
-    }
-    b->seq = PySequence_Fast(keys, "keys must be a sequence of str or bytes");
-    if (!b->seq)
-        return -1;
-    b->n = PySequence_Fast_GET_SIZE(b->seq);
-    b->ptrs = PyMem_Calloc((size_t)b->n + 1, sizeof *b->ptrs);
-    b->lens = PyMem_Calloc((size_t)b->n + 1, sizeof *b->lens);
-    if (!b->ptrs || !b->lens) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < b->n; i++) {
-        fxpy_key k;
-        if (fxpy_key_from(PySequence_Fast_GET_ITEM(b->seq, i), &k, "each key") < 0)
-            return -1;
-        b->ptrs[i] = k.ptr;
-        b->lens[i] = (size_t)k.len;
-    }
-    return 0;
-}
-
-static size_t chunk_len(Py_ssize_t n, Py_ssize_t start)
-{
-    return n - start < FX_BATCH_MAX ? (size_t)(n - start) : FX_BATCH_MAX;
-}
-
 /* results[i] as a list of None / per-key exceptions; the first failing
  * key's exception goes to *first (a new reference, NULL when all are 0). */
-static PyObject *put_results(const batch_keys *b, const int *results, PyObject **first)
+static PyObject *put_results(const fxpy_batch_keys *b, const int *results, PyObject **first)
 {
     *first = NULL;
     PyObject *list = PyList_New(b->n);
@@ -98,7 +48,7 @@ PyObject *fxpy_client_batch_put(fxpy_client *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"keys", "values", NULL};
     PyObject *keys, *values, *vseq = NULL, *ret = NULL, *batch_exc = NULL;
-    batch_keys b;
+    fxpy_batch_keys b;
     Py_buffer *bufs = NULL;
     const void **vals = NULL;
     size_t *lens = NULL;
@@ -106,7 +56,7 @@ PyObject *fxpy_client_batch_put(fxpy_client *self, PyObject *args, PyObject *kw)
     Py_ssize_t held = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:batch_put", kwlist, &keys, &values))
         return NULL;
-    if (batch_keys_init(&b, keys) < 0)
+    if (fxpy_batch_keys_init(&b, keys) < 0)
         goto out;
     vseq = PySequence_Fast(values, "values must be a sequence of buffers");
     if (!vseq)
@@ -140,7 +90,7 @@ PyObject *fxpy_client_batch_put(fxpy_client *self, PyObject *args, PyObject *kw)
     if (!fx)
         goto out;
     for (Py_ssize_t s = 0; s < b.n; s += FX_BATCH_MAX) {
-        size_t m = chunk_len(b.n, s);
+        size_t m = fxpy_chunk_len(b.n, s);
         int rc;
         Py_BEGIN_ALLOW_THREADS
         rc = fx_batch_put(fx, m, b.ptrs + s, b.lens + s, vals + s, lens + s, results + s);
@@ -182,7 +132,7 @@ out:
     PyMem_Free(lens);
     PyMem_Free(results);
     Py_XDECREF(vseq);
-    batch_keys_free(&b);
+    fxpy_batch_keys_free(&b);
     return ret;
 }
 
@@ -201,12 +151,12 @@ PyObject *fxpy_client_batch_get(fxpy_client *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"keys", NULL};
     PyObject *keys, *ret = NULL, *exc = NULL;
-    batch_keys b;
+    fxpy_batch_keys b;
     fx_holder **out = NULL;
     int *results = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O:batch_get", kwlist, &keys))
         return NULL;
-    if (batch_keys_init(&b, keys) < 0)
+    if (fxpy_batch_keys_init(&b, keys) < 0)
         goto out;
     if (b.n == 0) {
         ret = PyList_New(0);
@@ -224,7 +174,7 @@ PyObject *fxpy_client_batch_get(fxpy_client *self, PyObject *args, PyObject *kw)
         goto out;
     Py_ssize_t done = 0; /* keys whose out[] is filled in */
     for (; done < b.n; done += FX_BATCH_MAX) {
-        size_t m = chunk_len(b.n, done);
+        size_t m = fxpy_chunk_len(b.n, done);
         int rc;
         Py_BEGIN_ALLOW_THREADS
         rc = fx_batch_get(fx, m, b.ptrs + done, b.lens + done, out + done, results + done);
@@ -262,6 +212,6 @@ PyObject *fxpy_client_batch_get(fxpy_client *self, PyObject *args, PyObject *kw)
 out:
     PyMem_Free(out);
     PyMem_Free(results);
-    batch_keys_free(&b);
+    fxpy_batch_keys_free(&b);
     return ret;
 }
