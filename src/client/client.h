@@ -67,6 +67,40 @@ void client_clear_error(void);
 #define CLIENT_MAX_KEY_LEN 4096u
 /* FX_EINVAL (with the detail) unless key is 1..CLIENT_MAX_KEY_LEN bytes. */
 int client_check_key(const char *key, size_t klen);
+/* The shape of a batch call: c set, n within min_n..FX_BATCH_MAX, and (for
+ * n > 0) keys, klens and results set. 0 or FX_EINVAL with the detail. */
+int client_check_batch(fx_client *c, size_t n, size_t min_n, const char *const *keys,
+                       const size_t *klens, const void *results);
+
+/* Whether the owner's range offset+len lies inside the mapped segment. */
+static inline bool client_range_ok(const fx_client *c, uint64_t offset, uint64_t len)
+{
+    return offset <= c->seg_size && len <= c->seg_size - offset;
+}
+
+/* batch_get_call.c: one ExternalBatchGet for keys[slot[j]], j < m (each
+ * checked by the caller), on a pooled connection. On success *out (freed by
+ * the caller with msg_free) has exactly m results, in that order, and the
+ * caller owns every holder they name (status 0): it wraps or acks each. On
+ * failure (transport, the owner refused the batch, a malformed answer) an
+ * FX_E* code with the detail, *out NULL, and no holder left pinned. */
+int client_batch_get_call(fx_client *c, size_t m, const size_t *slot, const char *const *keys,
+                          const size_t *klens, Fx__ExternalBatchGetResp **out);
+
+/* batch_put.c: the pipelined put of fx_batch_put, fx_batch_put_from and
+ * fx_batch_put_iov. A value source is either contiguous (vals, lens) or a
+ * gather (iovs, iovcnts; vals NULL). */
+typedef struct put_source {
+    const void *const *vals;
+    const size_t *lens;
+    const struct iovec *const *iovs;
+    const size_t *iovcnts;
+} put_source;
+/* Puts keys[0..n) (shape already checked) from src with opts (may be NULL)
+ * in two round trips on one connection; results and the return as
+ * fx_batch_put_from. Every key's weak-index entry is invalidated. */
+int client_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *klens,
+                     const put_source *src, const fx_put_options *opts, int *results);
 
 /* put.c: drops the puts begun and never ended (their connections close, so
  * the owner revokes them). For fx_close. */

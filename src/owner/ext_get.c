@@ -20,8 +20,14 @@
  * segment first. GetStart and GetDone wait for a lost master (master_wait.c);
  * a get whose plan came from a master link that has since dropped cannot be
  * finished (GetDone) or revoked (GetRevoke) with the next master, whose get
- * ids are its own: it fails with MasterUnavailable (master_epoch). A holder reports where its get's bytes came from: SSD for a
- * refill, memory otherwise (an owner-local cache hit included).
+ * ids are its own: it fails with MasterUnavailable (master_epoch). A holder
+ * reports where its get's bytes came from: SSD for a refill, memory otherwise
+ * (an owner-local cache hit included).
+ *
+ * Who waits for a get is a get_waiter (owner.h): an ExternalGet's
+ * connection, or one slot of an ExternalBatchGet (ext_batch_get.c), which
+ * runs each of its keys through ext_get_key here; every outcome goes through
+ * the waiter's answer function, so this file knows nothing of batches.
  */
 #include "owner/extcall.h"
 
@@ -43,6 +49,8 @@
 static void reply_holder(owner *o, net_conn *c, const frame_hdr *h, memory_info *mi, bool cacheable,
                          int source)
 {
+    if (!net_conn_is_open(c))
+        return;
     ext_conn *ec = net_conn_data(c);
     if (!ec || !ec->s || ec->s->dead) {
         net_reply_error(c, h, FX_ECONN, "the external's session is gone");
@@ -66,6 +74,17 @@ static void reply_holder(owner *o, net_conn *c, const frame_hdr *h, memory_info 
     net_reply(c, h, &resp.base);
 }
 
+/* get_answer_fn of a single ExternalGet: the answer goes to its connection,
+ * if still open. */
+static void answer_conn(owner *o, const get_waiter *w, memory_info *mi, bool cacheable, int source,
+                        int status, const char *detail)
+{
+    if (mi)
+        reply_holder(o, w->conn, &w->hdr, mi, cacheable, source);
+    else if (net_conn_is_open(w->conn))
+        net_reply_error(w->conn, &w->hdr, status, "%s", detail);
+}
+
 static void pending_get_free(owner *o, pending_get *pg)
 {
     if (pg->in_table)
@@ -75,7 +94,8 @@ static void pending_get_free(owner *o, pending_get *pg)
     get_waiter *w = pg->waiters;
     while (w) {
         get_waiter *next = w->next;
-        net_conn_unref(w->conn);
+        if (w->conn)
+            net_conn_unref(w->conn);
         free(w);
         w = next;
     }
@@ -86,8 +106,7 @@ static void pending_get_free(owner *o, pending_get *pg)
 static void fail_waiters(owner *o, pending_get *pg, int status, const char *detail)
 {
     for (get_waiter *w = pg->waiters; w; w = w->next)
-        if (net_conn_is_open(w->conn))
-            net_reply_error(w->conn, &w->hdr, status, "%s", detail);
+        w->answer(o, w, NULL, false, 0, status, detail);
     if (status == FX_ENOTFOUND)
         o->misses++;
     pending_get_free(o, pg);
@@ -135,8 +154,7 @@ static void finish_get(owner *o, pending_get *pg, uint64_t holder_id, bool cache
     if (cacheable)
         holders_cache_insert(o, mi);
     for (get_waiter *w = pg->waiters; w; w = w->next)
-        if (net_conn_is_open(w->conn))
-            reply_holder(o, w->conn, &w->hdr, mi, cacheable, mi->source);
+        w->answer(o, w, mi, cacheable, mi->source, 0, NULL);
     holders_mi_unref(o, mi);
     pending_get_free(o, pg);
 }
@@ -335,26 +353,24 @@ static void start_get(owner *o, pending_get *pg)
         fail_master_call(o, pg, r, "GetStart");
 }
 
-void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *req)
+void ext_get_key(owner *o, const void *key, size_t klen, const get_waiter *target)
 {
-    if (!ext_valid_key(ec->conn, h, &req->key))
-        return;
-    memory_info *mi = holders_cache_find(o, req->key.data, req->key.len);
+    memory_info *mi = holders_cache_find(o, key, klen);
     if (mi) {
-        owner_report_access(o, req->key.data, req->key.len);
-        reply_holder(o, ec->conn, h, mi, true, FX_SRC_MEMORY);
+        owner_report_access(o, key, klen);
+        target->answer(o, target, mi, true, FX_SRC_MEMORY, 0, NULL);
         return;
     }
     get_waiter *w = malloc(sizeof *w);
     if (!w) {
-        net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
+        target->answer(o, target, NULL, false, 0, FX_ENOMEM, "out of memory");
         return;
     }
-    w->conn = ec->conn;
-    w->hdr = *h;
-    net_conn_ref(ec->conn);
+    *w = *target;
+    if (w->conn)
+        net_conn_ref(w->conn);
     pending_get *pg;
-    HASH_FIND(hh, o->pending_gets, req->key.data, req->key.len, pg);
+    HASH_FIND(hh, o->pending_gets, key, klen, pg);
     if (pg) {
         w->next = pg->waiters;
         pg->waiters = w;
@@ -362,21 +378,30 @@ void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *
     }
     pg = calloc(1, sizeof *pg);
     if (pg)
-        pg->key = fx_memdup(req->key.data, req->key.len);
+        pg->key = fx_memdup(key, klen);
     if (!pg || !pg->key) {
         free(pg);
-        net_conn_unref(w->conn);
+        if (w->conn)
+            net_conn_unref(w->conn);
         free(w);
-        net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
+        target->answer(o, target, NULL, false, 0, FX_ENOMEM, "out of memory");
         return;
     }
     pg->o = o;
-    pg->klen = req->key.len;
+    pg->klen = klen;
     w->next = NULL;
     pg->waiters = w;
     HASH_ADD_KEYPTR(hh, o->pending_gets, pg->key, pg->klen, pg);
     pg->in_table = true;
     start_get(o, pg);
+}
+
+void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *req)
+{
+    if (!ext_valid_key(ec->conn, h, &req->key))
+        return;
+    get_waiter target = {.answer = answer_conn, .conn = ec->conn, .hdr = *h};
+    ext_get_key(o, req->key.data, req->key.len, &target);
 }
 
 /* Gets that arrive from now on must not join the request already in flight

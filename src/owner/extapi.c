@@ -4,11 +4,12 @@
  * ExternalHello opens a session (the session connection receives the segment
  * fd and, later, ExternalInvalidateWeakIndex pushes) or attaches a further
  * connection to an existing session. Puts and gets have their own files
- * (ext_put.c, ext_get.c); here are the sessions, the dispatch, ExternalDelete
- * (wraps Delete), ExternalDeleteAck (releases holders), ping, stat, and
- * KeyInfo / BatchExists / Lease (forwarded to the master as they are: a
- * batch of keys goes on as one BatchKeyInfo once its shape passed). When
- * a session connection closes, every holder of that external is released;
+ * (ext_put.c, ext_get.c, ext_batch_get.c); here are the sessions, the
+ * dispatch, ExternalDelete (wraps Delete), ExternalDeleteAck (releases
+ * holders), ping, stat, and KeyInfo / BatchExists / Lease (forwarded to the
+ * master as they are: a batch of keys goes on as one BatchKeyInfo once its
+ * shape passed). When a session connection closes, every holder of that
+ * external is released;
  * when any connection closes, its started puts are revoked. The socket is
  * served from the first registration on, also while the master is lost:
  * holders, the get cache, acks and pings need no master, and requests that
@@ -290,6 +291,9 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     case MSG_EXT_GET:
         ext_on_get(o, ec, h, (Fx__ExternalGetReq *)msg);
+        break;
+    case MSG_EXT_BATCH_GET:
+        ext_on_batch_get(o, ec, h, (Fx__ExternalBatchGetReq *)msg);
         break;
     case MSG_EXT_DELETE:
         on_delete(o, ec, h, (Fx__ExternalDeleteReq *)msg);

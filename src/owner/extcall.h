@@ -1,6 +1,6 @@
 /*
  * extcall.h - what the owner's external-request handlers share (extapi.c,
- * ext_put.c, ext_get.c): the context of a request that waits on the master or
+ * ext_put.c, ext_get.c, ext_batch_get.c): the context of a request that waits on the master or
  * on a data-plane transfer, and the common checks and replies (extcall.c);
  * and the entry points of the put and get handlers, which extapi.c
  * dispatches to.
@@ -55,5 +55,14 @@ void ext_revoke_started_puts(owner *o, ext_conn *ec);
 
 /* ext_get.c */
 void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *req);
+/* Gets key (klen 1..MAX_KEY_LEN, checked by the caller) for target, whose
+ * answer function runs exactly once with the outcome: at once for a hit in
+ * the owner-local cache or when out of memory, else when the key's pending
+ * get (joined or started here) completes. target is copied (its conn, if
+ * any, referenced meanwhile). */
+void ext_get_key(owner *o, const void *key, size_t klen, const get_waiter *target);
+
+/* ext_batch_get.c */
+void ext_on_batch_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalBatchGetReq *req);
 
 #endif

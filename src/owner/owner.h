@@ -90,9 +90,21 @@ typedef struct ext_conn {
     ext_put *puts; /* started, not yet ended: revoked if the connection drops */
 } ext_conn;
 
+/* Where one get's outcome goes (ext_get.c calls it once per waiter): a hit
+ * as mi (borrowed: the callee takes its own reference if it keeps it) with
+ * cacheable and source, a failure as status (an FX_E* code) and detail, mi
+ * NULL. A single ExternalGet answers its connection (conn, hdr); a batch
+ * fills one slot of its join (ext_batch_get.c: ctx, slot). */
+struct get_waiter;
+typedef void (*get_answer_fn)(struct owner *o, const struct get_waiter *w, memory_info *mi,
+                              bool cacheable, int source, int status, const char *detail);
+
 typedef struct get_waiter {
-    net_conn *conn; /* referenced */
+    get_answer_fn answer;
+    net_conn *conn; /* referenced when the waiter is queued on a pending_get; NULL for a slot */
     frame_hdr hdr;
+    void *ctx;     /* the batch of a slot */
+    uint32_t slot; /* its index there */
     struct get_waiter *next;
 } get_waiter;
 

@@ -17,47 +17,6 @@
  */
 #include "fxpy.h"
 
-void fxpy_batch_keys_free(fxpy_batch_keys *b)
-{
-    Py_XDECREF(b->seq);
-    PyMem_Free(b->ptrs);
-    PyMem_Free(b->lens);
-}
-
-int fxpy_batch_keys_init(fxpy_batch_keys *b, PyObject *keys)
-{
-    *b = (fxpy_batch_keys){0};
-    /* A lone key is a sequence too (of its characters or bytes): refuse it
-     * rather than look up every character. */
-    if (PyUnicode_Check(keys) || PyBytes_Check(keys) || PyByteArray_Check(keys)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "keys must be a sequence of str or bytes, not a single key");
-        return -1;
-    }
-    b->seq = PySequence_Fast(keys, "keys must be a sequence of str or bytes");
-    if (!b->seq)
-        return -1;
-    b->n = PySequence_Fast_GET_SIZE(b->seq);
-    b->ptrs = PyMem_Calloc((size_t)b->n + 1, sizeof *b->ptrs);
-    b->lens = PyMem_Calloc((size_t)b->n + 1, sizeof *b->lens);
-    if (!b->ptrs || !b->lens) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < b->n; i++) {
-        fxpy_key k;
-        if (fxpy_key_from(PySequence_Fast_GET_ITEM(b->seq, i), &k, "each key") < 0)
-            return -1;
-        b->ptrs[i] = k.ptr;
-        b->lens[i] = (size_t)k.len;
-    }
-    return 0;
-}
-
-size_t fxpy_chunk_len(Py_ssize_t n, Py_ssize_t start)
-{
-    return n - start < FX_BATCH_MAX ? (size_t)(n - start) : FX_BATCH_MAX;
-}
 /* results[i] as a list of None / per-key exceptions; the first failing
  * key's exception goes to *first (a new reference, NULL when all are 0). */
 static PyObject *put_results(const fxpy_batch_keys *b, const int *results, PyObject **first)

@@ -367,6 +367,29 @@ static PyMethodDef client_methods[] = {
               "prefix_hits(keys) -> int\n\nHow many keys, from the first on, have a readable "
               "value before the\nfirst that has not (the cached prefix of a token sequence). "
               "An invalid\nkey raises Error."),
+    KW_METHOD("batch_get_into", fxpy_client_batch_get_into,
+              "batch_get_into(keys, buffers) -> list[int]\n\n"
+              "Copies each key's value into buffers[i] (writable, C-contiguous: bytearray,\n"
+              "memoryview, numpy array, or a contiguous CPU torch tensor); any number of\n"
+              "keys. Per key: the bytes read, or a negative code: -1 (KeyNotFound) on a\n"
+              "miss, -3 (InvalidArgument) when the buffer is smaller than the value (it is\n"
+              "left untouched). Raises ValueError when len(keys) != len(buffers), and\n"
+              "fluxon.Error only when the batch as a whole failed."),
+    KW_METHOD("batch_put_from", fxpy_client_batch_put_from,
+              "batch_put_from(keys, buffers, *, reject_if_exists=False) -> list[int]\n\n"
+              "Stores buffers[i] (any C-contiguous buffer, or a contiguous CPU tensor)\n"
+              "under keys[i]. Per key 0, or the key's negative code (-8 AlreadyExists\n"
+              "with reject_if_exists, -2 NoSpace, ...). ValueError on mismatched lengths."),
+    KW_METHOD("batch_delete", fxpy_client_batch_delete,
+              "batch_delete(keys) -> list[int]\n\n"
+              "Deletes each key. Per key 0, or -1 (KeyNotFound) when it was absent."),
+    KW_METHOD("batch_get_into_ptrs", fxpy_client_batch_get_into_ptrs,
+              "batch_get_into_ptrs(keys, ptrs, sizes) -> list[int]\n\n"
+              "batch_get_into with raw host addresses (ints, e.g. tensor.data_ptr()) and\n"
+              "their sizes in bytes; the caller keeps that memory alive and writable."),
+    KW_METHOD("batch_put_from_ptrs", fxpy_client_batch_put_from_ptrs,
+              "batch_put_from_ptrs(keys, ptrs, sizes, *, reject_if_exists=False) -> list[int]\n\n"
+              "batch_put_from with raw host addresses and sizes in bytes."),
     KW_METHOD("lease_allocate", client_lease_allocate,
               "lease_allocate(ttl_ms) -> int\n\nA lease id for put(lease_id=...)."),
     KW_METHOD("lease_keepalive", client_lease_keepalive,

@@ -89,20 +89,47 @@ int fxpy_key_from(PyObject *obj, fxpy_key *k, const char *what);
 /* A PyArg_Parse "O&" converter for fxpy_key. */
 int fxpy_key_converter(PyObject *obj, void *k);
 
-/* The keys of a batch as C arrays (batch.c); seq keeps the key objects
- * alive, so the pointers stay valid with the GIL released. */
+/* The keys of a batch as C arrays; the sequence keeps the key objects alive. */
 typedef struct fxpy_batch_keys {
     PyObject *seq; /* PySequence_Fast of the keys */
     Py_ssize_t n;
     const char **ptrs;
     size_t *lens;
 } fxpy_batch_keys;
-/* Fills b from a sequence of str / bytes (a lone key is a TypeError); 0, or
- * -1 with an exception set. fxpy_batch_keys_free either way. */
+
+/* Fills b from keys (a sequence of str or bytes, not a lone key); 0, or -1
+ * with an exception set. fxpy_batch_keys_free is due either way. */
 int fxpy_batch_keys_init(fxpy_batch_keys *b, PyObject *keys);
 void fxpy_batch_keys_free(fxpy_batch_keys *b);
-/* How many keys of n, from start on, go in one C call (FX_BATCH_MAX at most). */
+/* How many keys, from start, the next C call of a batch of n takes. */
 size_t fxpy_chunk_len(Py_ssize_t n, Py_ssize_t start);
+
+/* ---- buffers of the copying batches (buffers.c) -------------------------------- */
+
+/* One value's memory: a Py_buffer held, or a CPU torch tensor's storage
+ * (no buffer protocol; the caller's sequence keeps the tensor alive). */
+typedef struct fxpy_buffer {
+    Py_buffer view;
+    int held; /* view must be released */
+    void *ptr;
+    size_t len;
+} fxpy_buffer;
+
+/* Takes obj's memory: the buffer protocol (C-contiguous; writable when
+ * writable is set), else an object with data_ptr(), nbytes, is_contiguous()
+ * and device.type == 'cpu' (a torch tensor). 0, or -1 with TypeError /
+ * ValueError / BufferError set naming what (e.g. "buffers[3]"). */
+int fxpy_buffer_acquire(PyObject *obj, int writable, const char *what, Py_ssize_t index,
+                        fxpy_buffer *out);
+void fxpy_buffer_release(fxpy_buffer *b);
+
+/* Client.batch_get_into, batch_put_from, batch_delete and the _ptrs forms
+ * (batch_io.c). */
+PyObject *fxpy_client_batch_get_into(fxpy_client *self, PyObject *args, PyObject *kw);
+PyObject *fxpy_client_batch_put_from(fxpy_client *self, PyObject *args, PyObject *kw);
+PyObject *fxpy_client_batch_delete(fxpy_client *self, PyObject *args, PyObject *kw);
+PyObject *fxpy_client_batch_get_into_ptrs(fxpy_client *self, PyObject *args, PyObject *kw);
+PyObject *fxpy_client_batch_put_from_ptrs(fxpy_client *self, PyObject *args, PyObject *kw);
 
 /* ---- exceptions (errors.c) ---------------------------------------------------- */
 

@@ -30,6 +30,32 @@ try:
 except ImportError:  # a failure in the tests that need it, not a skip
     np = None
 
+try:
+    import torch
+except ImportError:  # optional: its tests skip
+    torch = None
+
+
+class FakeCpuTensor:
+    """What batch_get_into / batch_put_from read of a CPU torch tensor, over a
+    numpy array, without the buffer protocol (as torch has none)."""
+
+    class _Device:
+        def __init__(self, kind):
+            self.type = kind
+
+    def __init__(self, arr, device="cpu", contiguous=True):
+        self.arr = arr
+        self.device = self._Device(device)
+        self.nbytes = arr.nbytes
+        self._contiguous = contiguous
+
+    def data_ptr(self):
+        return self.arr.ctypes.data
+
+    def is_contiguous(self):
+        return self._contiguous
+
 BUILD = os.environ.get("FX_BUILD_DIR") or os.path.dirname(
     os.path.dirname(os.path.abspath(fluxon.__file__)))
 CLI = os.path.join(BUILD, "fluxon")
@@ -416,6 +442,114 @@ class FluxonTest(unittest.TestCase):
         self.assertEqual(c.prefix_hits(long_keys + [self.key("none")]), n)
         c.delete(long_keys[fluxon.BATCH_MAX + 1])
         self.assertEqual(c.prefix_hits(long_keys), fluxon.BATCH_MAX + 1)
+    # ---- copying batches (issue 21) --------------------------------------------------
+
+    def test_batch_get_into_bytearray_and_memoryview(self):
+        c = self.client
+        keys = [self.key("a"), self.key("b"), self.key("miss"), self.key("small"), self.key("e")]
+        vals = [pattern(1000, 1), pattern(3, 2), None, pattern(500, 3), b""]
+        self.assertEqual(c.batch_put_from([keys[i] for i in (0, 1, 3, 4)],
+                                          [vals[i] for i in (0, 1, 3, 4)]), [0, 0, 0, 0])
+        big = bytearray(b"\xee" * 2000)
+        small = bytearray(b"\xee" * 499)
+        view = memoryview(bytearray(16))
+        got = c.batch_get_into(keys, [big, view, bytearray(8), small, bytearray(1)])
+        self.assertEqual(got, [1000, 3, -1, -3, 0])
+        self.assertEqual(bytes(big[:1000]), vals[0])
+        self.assertEqual(big[1000:], b"\xee" * 1000)  # nothing past the value
+        self.assertEqual(bytes(view[:3]), vals[1])
+        self.assertEqual(small, b"\xee" * 499)  # too small: untouched
+        with self.assertRaises(ValueError):
+            c.batch_get_into(keys, [big])
+        with self.assertRaises(BufferError):  # read-only
+            c.batch_get_into(keys[:1], [b"x" * 2000])
+        with self.assertRaises(TypeError):
+            c.batch_get_into(keys[:1], [12])
+        self.assertEqual(c.batch_get_into([], []), [])
+
+    def test_batch_put_from_reject_if_exists(self):
+        c = self.client
+        keys = [self.key("old"), self.key("new")]
+        c.put(keys[0], b"old")
+        self.assertEqual(c.batch_put_from(keys, [memoryview(b"x1"), bytearray(b"x2")],
+                                          reject_if_exists=True), [-8, 0])
+        self.assertEqual(c.get(keys[0]).access(), b"old")
+        self.assertEqual(c.get(keys[1]).access(), b"x2")
+        self.assertEqual(c.batch_put_from(keys, [b"y1", b"y2"]), [0, 0])
+        self.assertEqual(c.get(keys[0]).access(), b"y1")
+        with self.assertRaises(ValueError):
+            c.batch_put_from(keys, [b"1"])
+
+    def test_batch_delete(self):
+        c = self.client
+        keys = [self.key("a"), self.key("absent"), self.key("b")]
+        c.batch_put_from([keys[0], keys[2]], [b"1", b"2"])
+        self.assertEqual(c.batch_delete(keys), [0, -1, 0])
+        self.assertFalse(c.exists(keys[0]))
+        self.assertEqual(c.batch_get_into(keys, [bytearray(4)] * 3), [-1, -1, -1])
+        self.assertEqual(c.batch_delete([]), [])
+
+    def test_batch_io_more_than_batch_max(self):
+        c = self.client
+        n = fluxon.BATCH_MAX + 3
+        keys = [self.key(str(i)) for i in range(n)]
+        self.assertEqual(c.batch_put_from(keys, [str(i).encode() for i in range(n)]), [0] * n)
+        bufs = [bytearray(8) for _ in range(n)]
+        got = c.batch_get_into(keys, bufs)
+        self.assertEqual(got, [len(str(i)) for i in range(n)])
+        self.assertEqual(bytes(bufs[-1][:got[-1]]), str(n - 1).encode())
+
+    def test_batch_io_numpy(self):
+        self.need_numpy()
+        c = self.client
+        keys = [self.key(str(i)) for i in range(4)]
+        src = [np.arange(1024, dtype=np.float32) * i for i in range(4)]
+        self.assertEqual(c.batch_put_from(keys, src), [0] * 4)
+        dst = [np.zeros(1024, dtype=np.float32) for _ in range(4)]
+        self.assertEqual(c.batch_get_into(keys, dst), [4096] * 4)
+        for a, b in zip(src, dst):
+            self.assertTrue(np.array_equal(a, b))
+        with self.assertRaises((BufferError, ValueError)):  # not C-contiguous
+            c.batch_get_into(keys[:1], [np.zeros((64, 64), dtype=np.float32)[:, ::2]])
+        # Raw addresses, as tensor.data_ptr() gives them.
+        out = np.zeros((4, 1024), dtype=np.float32)
+        ptrs = [out[i].ctypes.data for i in range(4)]
+        self.assertEqual(c.batch_get_into_ptrs(keys, ptrs, [4096] * 4), [4096] * 4)
+        self.assertTrue(np.array_equal(out[3], src[3]))
+        self.assertEqual(c.batch_get_into_ptrs(keys[:1], ptrs[:1], [100]), [-3])
+        self.assertEqual(c.batch_put_from_ptrs(keys[:2], ptrs[2:], [4096, 4096]), [0, 0])
+        self.assertEqual(c.get(keys[0]).access(), src[2].tobytes())
+        with self.assertRaises(ValueError):
+            c.batch_get_into_ptrs(keys, ptrs, [4096])
+
+    def test_batch_io_tensor_like(self):
+        self.need_numpy()
+        c = self.client
+        keys = [self.key("t0"), self.key("t1")]
+        src = [FakeCpuTensor(np.full(300, 7, dtype=np.int16)),
+               FakeCpuTensor(np.arange(50, dtype=np.int64))]
+        self.assertEqual(c.batch_put_from(keys, src), [0, 0])
+        dst = [FakeCpuTensor(np.zeros(300, dtype=np.int16)),
+               FakeCpuTensor(np.zeros(50, dtype=np.int64))]
+        self.assertEqual(c.batch_get_into(keys, dst), [600, 400])
+        self.assertTrue(np.array_equal(dst[1].arr, src[1].arr))
+        with self.assertRaises(ValueError):
+            c.batch_get_into(keys[:1], [FakeCpuTensor(np.zeros(300, np.int16), device="cuda")])
+        with self.assertRaises(ValueError):
+            c.batch_get_into(keys[:1], [FakeCpuTensor(np.zeros(300, np.int16), contiguous=False)])
+
+    @unittest.skipIf(torch is None, "torch is not importable")
+    def test_batch_io_torch(self):
+        c = self.client
+        keys = [self.key("a"), self.key("b")]
+        src = [torch.arange(256, dtype=torch.float32), torch.ones(10, dtype=torch.int32)]
+        self.assertEqual(c.batch_put_from(keys, src), [0, 0])
+        dst = [torch.zeros(256, dtype=torch.float32), torch.zeros(10, dtype=torch.int32)]
+        self.assertEqual(c.batch_get_into(keys, dst), [1024, 40])
+        self.assertTrue(torch.equal(src[0], dst[0]) and torch.equal(src[1], dst[1]))
+        out = torch.zeros(256, dtype=torch.float32)
+        self.assertEqual(c.batch_get_into_ptrs(keys[:1], [out.data_ptr()], [out.nbytes]), [1024])
+        self.assertTrue(torch.equal(out, src[0]))
 
     # ---- threads ------------------------------------------------------------------------
 
