@@ -16,6 +16,8 @@
  *     the master rebuilds its routes, then GetStart and a pull from owner1);
  *   - the master's own "recovery ended (...) after X ms: K keys" line.
  * Then SAMPLE keys are read through both owners and checked byte for byte.
+ * The master's VmRSS is read before and after the fill and after the last
+ * restart: its memory per key, as filled and as rebuilt from the reports.
  * Prints a table per N and the medians; it asserts no time. Segments hold
  * the N values with room to spare (ALLOC_ALIGN is 512 bytes: a 256-byte
  * value takes 512, and replicas stay within the cache budget's 80%).
@@ -29,6 +31,7 @@
 #include <string.h>
 
 #include "../tests/util/cluster.h"
+#include "../tests/util/sock_probe.h"
 #include "benchutil.h"
 #include "fluxon/fluxon.h"
 
@@ -255,11 +258,15 @@ static int run_n(uint64_t n, int rounds)
     int rc = -1, err = 0;
     fx_client *c[2] = {fx_connect(tc.sockets[0], &err), fx_connect(tc.sockets[1], &err)};
     double fill_s = 0;
+    long rss_empty = probe_rss_kib(tc.master_pid);
     if (!c[0] || !c[1] || fill(c, n, &fill_s) < 0)
         goto out;
+    long rss_filled = probe_rss_kib(tc.master_pid);
     printf("\nN = %" PRIu64 " values of %d bytes, 2 owners of %llu MiB; filled in %.1f s "
            "(%.0f puts/s)\n",
            n, VALUE_BYTES, (unsigned long long)(seg / MIB), fill_s, (double)n / fill_s);
+    printf("master VmRSS: %ld KiB empty, %ld KiB filled: %.0f bytes per key\n", rss_empty,
+           rss_filled, (double)(rss_filled - rss_empty) * 1024 / (double)n);
     printf("%6s %12s %20s %26s %10s  %s\n", "round", "port file", "first remote get",
            "recovery ended (log)", "keys", "ended because");
     double port[ROUNDS_MAX], get[ROUNDS_MAX], rec[ROUNDS_MAX];
@@ -275,6 +282,9 @@ static int run_n(uint64_t n, int rounds)
     }
     printf("%6s %9.0f ms %17.0f ms %23.0f ms\n", "median", median(port, rounds),
            median(get, rounds), median(rec, rounds));
+    long rss_rebuilt = probe_rss_kib(tc.master_pid);
+    printf("master VmRSS after the last recovery: %ld KiB: %.0f bytes per key over the empty "
+           "master\n", rss_rebuilt, (double)(rss_rebuilt - rss_empty) * 1024 / (double)n);
     int ok = verify_sample(&tc, n);
     printf("sample: %d of %d reads (%d keys through each owner) gave the key's bytes\n", ok,
            2 * SAMPLE, SAMPLE);

@@ -44,6 +44,22 @@ void seg_space_release(seg_space *s, uint64_t n)
     s->reserved -= n;
 }
 
+/* Releases the ranges of the deferred allocations that the allocator takes
+ * now; the others stay deferred. */
+static void retry_deferred(seg_space *s)
+{
+    allocation **link = &s->deferred;
+    while (*link) {
+        allocation *a = *link;
+        if (range_alloc_release(s->ra, a->offset, allocation_capacity(a)) == 0) {
+            *link = a->next_deferred;
+            free(a);
+        } else {
+            link = &a->next_deferred;
+        }
+    }
+}
+
 void seg_space_unref(seg_space *s)
 {
     if (!s)
@@ -51,18 +67,15 @@ void seg_space_unref(seg_space *s)
     assert(s->refs > 0);
     if (--s->refs == 0) {
         assert(replica_cache_count(s->cache) == 0 && s->reserved == 0 && s->returning == 0);
+        while (s->deferred) {
+            allocation *a = s->deferred;
+            s->deferred = a->next_deferred;
+            free(a);
+        }
         replica_cache_free(s->cache);
         range_alloc_free(s->ra);
         free(s);
     }
-}
-
-/* The capacity a len-byte payload takes (at least one alignment unit), or 0
- * when it overflows. */
-static uint64_t capacity_of(uint64_t len)
-{
-    uint64_t cap = len ? (len + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1) : ALLOC_ALIGN;
-    return cap < len ? 0 : cap;
 }
 
 /* An allocation of [offset, offset + cap) for len payload bytes, one
@@ -77,17 +90,19 @@ static allocation *wrap_range(seg_space *s, uint64_t offset, uint64_t len, uint6
     s->refs++;
     a->offset = offset;
     a->len = len;
-    a->capacity = cap;
+    (void)cap; /* allocation_capacity(a) gives it back */
     return a;
 }
 
 allocation *allocation_new(seg_space *s, uint64_t len, int *err)
 {
-    uint64_t cap = capacity_of(len), offset = 0;
+    uint64_t cap = alloc_capacity_of(len), offset = 0;
     if (!cap) {
         *err = -ENOSPC;
         return NULL;
     }
+    if (s->deferred)
+        retry_deferred(s);
     int r = range_alloc_alloc(s->ra, cap, ALLOC_ALIGN, &offset);
     if (r < 0) {
         *err = r == -EINVAL ? -ENOSPC : r;
@@ -103,11 +118,13 @@ allocation *allocation_new(seg_space *s, uint64_t len, int *err)
 
 allocation *allocation_new_at(seg_space *s, uint64_t offset, uint64_t len, int *err)
 {
-    uint64_t cap = capacity_of(len);
+    uint64_t cap = alloc_capacity_of(len);
     if (!cap || offset % ALLOC_ALIGN) {
         *err = -EINVAL;
         return NULL;
     }
+    if (s->deferred)
+        retry_deferred(s);
     int r = range_alloc_take(s->ra, offset, cap);
     if (r < 0) {
         *err = r;
@@ -134,14 +151,22 @@ void allocation_unref(allocation *a)
         return;
     assert(a->refs > 0);
     if (--a->refs == 0) {
+        seg_space *s = a->space;
         allocation_unreserve(a);
         if (a->returning)
-            a->space->returning -= a->capacity;
-        int r = range_alloc_release(a->space->ra, a->offset, a->capacity);
-        assert(r == 0);
-        (void)r;
-        seg_space_unref(a->space);
-        free(a);
+            s->returning -= allocation_capacity(a);
+        int r = range_alloc_release(s->ra, a->offset, allocation_capacity(a));
+        assert(r == 0 || r == -ENOMEM); /* anything else: a range released twice */
+        if (r == -ENOMEM) {
+            /* No node for the range: it waits on the space, not lost. */
+            a->next_deferred = s->deferred;
+            s->deferred = a;
+        } else {
+            free(a);
+            if (s->deferred)
+                retry_deferred(s);
+        }
+        seg_space_unref(s);
     }
 }
 
@@ -150,7 +175,7 @@ void allocation_reserve(allocation *a)
     if (a->reserved)
         return;
     a->reserved = true;
-    seg_space_reserve(a->space, a->capacity);
+    seg_space_reserve(a->space, allocation_capacity(a));
 }
 
 void allocation_unreserve(allocation *a)
@@ -158,5 +183,5 @@ void allocation_unreserve(allocation *a)
     if (!a->reserved)
         return;
     a->reserved = false;
-    seg_space_release(a->space, a->capacity);
+    seg_space_release(a->space, allocation_capacity(a));
 }

@@ -35,19 +35,41 @@ typedef struct seg_space {
     /* Bytes of evicted replicas still referenced (owner caches, holders,
      * reads in flight): they come back to the allocator when released. */
     uint64_t returning;
+    /* Allocations whose last reference went while the allocator could not
+     * take their range back (out of memory for a node): released again on
+     * this space's next allocation or release, freed with the space. */
+    struct allocation *deferred;
 } seg_space;
 
+/* One per stored value on the master, so kept small (40 bytes): the bytes
+ * taken from the space follow from len (allocation_capacity). */
 typedef struct allocation {
     int refs;
-    seg_space *space;
-    uint64_t offset;
-    uint64_t len;      /* payload bytes */
-    uint64_t capacity; /* bytes taken from the space */
-    uint64_t stat_mark; /* stat.c: counted in the Stat pass with this number */
     bool reserved;      /* its capacity is counted in space->reserved */
     bool persisting;    /* ssd.c: an SSD persist of it is in flight */
     bool returning;     /* evicted while referenced: counted in space->returning */
+    seg_space *space;
+    uint64_t offset;
+    uint64_t len; /* payload bytes */
+    union {
+        uint64_t stat_mark;          /* stat.c: counted in the Stat pass with this number */
+        struct allocation *next_deferred; /* once dead, on space->deferred */
+    };
 } allocation;
+
+/* The bytes a len-byte payload takes from a space: len rounded up to
+ * ALLOC_ALIGN, at least one unit; 0 when that overflows. */
+static inline uint64_t alloc_capacity_of(uint64_t len)
+{
+    uint64_t cap = len ? (len + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1) : ALLOC_ALIGN;
+    return cap < len ? 0 : cap;
+}
+
+/* The bytes a takes from its space. */
+static inline uint64_t allocation_capacity(const allocation *a)
+{
+    return alloc_capacity_of(a->len);
+}
 
 /* A space over [0, capacity) for node_id, with one reference and an empty
  * replica cache whose budget is the whole capacity; NULL on ENOMEM. */

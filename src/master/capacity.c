@@ -51,7 +51,7 @@ static void evict_popped(master *m, seg_space *s, route *r)
     allocation *a = rep->memory;
     if (a->refs > 1 && !a->returning) { /* its bytes come back when released */
         a->returning = true;
-        s->returning += a->capacity;
+        s->returning += allocation_capacity(a);
     }
     member *mb = master_member(m, s->node_id);
     if (mb && mb->tomb_tag == rep->tomb_tag)
@@ -90,7 +90,7 @@ void master_replica_published(master *m, route *r, replica *rep)
     /* Room first, then the new item (as S3-FIFO does): the replica just
      * published is never its own victim. One larger than the whole budget
      * stays until the next publish needs room. */
-    uint64_t cap = rep->memory->capacity;
+    uint64_t cap = allocation_capacity(rep->memory);
     uint32_t node = rep->node_id;
     while (replica_cache_weight(s->cache) + s->reserved + cap > s->budget) {
         route *victim = replica_cache_pop_victim(s->cache);

@@ -187,7 +187,7 @@ void master_on_get_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
     if (source_kind == GET_SOURCE_SSD) {
         /* Local refill: the SSD copy is read straight into the target. */
         resp.src_offset = target->offset;
-        resp.ssd_stage_len = target->capacity;
+        resp.ssd_stage_len = allocation_capacity(target);
         resp.source_kind = FX_SRC_SSD;
     } else {
         resp.src_offset = src->memory->offset;
@@ -385,7 +385,7 @@ static void start_stage_read(master *m, member *req, member *ssd_owner, inflight
     sr.put_id = &wire;
     sr.get_id = g->get_id;
     sr.stage_offset = g->source->offset;
-    sr.stage_len = g->source->capacity;
+    sr.stage_len = allocation_capacity(g->source);
     sr.target_node_id = req->node_id;
     sr.target_data_addr = req->data_addr;
     sr.target_offset = g->target->offset;

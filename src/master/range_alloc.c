@@ -10,12 +10,14 @@
  * free set is a list of maximal gaps and freeing everything leaves one range.
  *
  * Node memory: a release may need a node of its own (a range with no free
- * neighbour), and a master that cannot return space is worse than one that
- * cannot hand it out. So alloc reserves the node that its matching release
- * will need: with `live` outstanding allocations there are at most live + 1
- * free ranges (free ranges are separated by allocated bytes), and alloc keeps
- * at least live + 1 nodes owned (in the trees or on the spare list). A release
- * of exactly what alloc returned then never calls malloc.
+ * neighbour). The nodes owned follow the free ranges, not the allocations:
+ * alloc makes sure of one spare for its split, a release takes a spare or mallocs
+ * one and fails with -ENOMEM (nothing changed) when it cannot, and spares
+ * beyond SPARES_KEPT are freed. A segment filled front to back then costs a
+ * handful of nodes, not one per value (an earlier version reserved live + 1
+ * nodes so that a release never failed: 96 bytes per stored value on the
+ * master). The caller keeps a failed release and tries it again
+ * (allocation.c), so no range is lost to a failed malloc.
  *
  * Not thread-safe: the master's loop thread owns each allocator.
  */
@@ -37,6 +39,10 @@
  */
 #define ALIGN_SCAN_LIMIT 32
 
+/* Spare nodes kept beyond the free ranges: an alloc / release pair in
+ * steady state calls neither malloc nor free. */
+#define SPARES_KEPT 16
+
 /* One free range [off, off + len), len > 0, in both trees; or a spare node. */
 struct free_range {
     uint64_t off;
@@ -55,7 +61,6 @@ struct range_alloc {
     uint64_t capacity;
     uint64_t used;       /* capacity minus the sum of free range lengths */
     size_t free_count;   /* nodes in the trees */
-    size_t live;         /* outstanding allocations, as counted by alloc/release */
     size_t nodes;        /* nodes owned: free_count + spares */
     struct free_range *spares;
     struct off_tree by_off;
@@ -90,6 +95,17 @@ RB_GENERATE_STATIC(size_tree, free_range, by_size, size_cmp)
 #undef FX_UNDEF_UNUSED
 #endif
 
+/* Test-only allocation failpoint: a unit test that defines this function
+ * makes node allocations fail when it returns true. */
+extern bool range_alloc_failpoint(void) __attribute__((weak));
+
+static struct free_range *node_malloc(void)
+{
+    if (range_alloc_failpoint && range_alloc_failpoint())
+        return NULL;
+    return malloc(sizeof(struct free_range));
+}
+
 /* A node from the spare list, else from malloc; NULL when out of memory. */
 static struct free_range *node_get(range_alloc *ra)
 {
@@ -98,7 +114,7 @@ static struct free_range *node_get(range_alloc *ra)
         ra->spares = n->next_spare;
         return n;
     }
-    n = malloc(sizeof *n);
+    n = node_malloc();
     if (n)
         ra->nodes++;
     return n;
@@ -110,13 +126,12 @@ static void node_put(range_alloc *ra, struct free_range *n)
     ra->spares = n;
 }
 
-/* Grows the owned node count to at least want, with at least one spare for
- * a split even when release was handed pieces of ranges and live undercounts.
- * -ENOMEM leaves the extra spares in place, which is harmless. */
-static int node_reserve(range_alloc *ra, size_t want)
+/* Makes sure one spare node is there for a split. -ENOMEM leaves nothing
+ * changed. */
+static int node_reserve(range_alloc *ra)
 {
-    while (ra->nodes < want || !ra->spares) {
-        struct free_range *n = malloc(sizeof *n);
+    if (!ra->spares) {
+        struct free_range *n = node_malloc();
         if (!n)
             return -ENOMEM;
         ra->nodes++;
@@ -125,12 +140,11 @@ static int node_reserve(range_alloc *ra, size_t want)
     return 0;
 }
 
-/* Gives back spares beyond what the next alloc will reserve (live + 2), so
- * memory follows the number of live ranges and an alloc/release pair in
- * steady state calls neither malloc nor free. */
+/* Gives back spares beyond SPARES_KEPT, so that node memory follows the
+ * number of free ranges. */
 static void node_trim(range_alloc *ra)
 {
-    while (ra->spares && ra->nodes > ra->live + 2) {
+    while (ra->spares && ra->nodes > ra->free_count + SPARES_KEPT) {
         struct free_range *n = ra->spares;
         ra->spares = n->next_spare;
         free(n);
@@ -192,7 +206,8 @@ static struct free_range *find_fit(range_alloc *ra, uint64_t len, uint64_t align
 }
 
 /* Takes [at, at + len) out of free range r, keeping up to two remainders.
- * A node for a split comes from the reserve, so this cannot fail. */
+ * A node for a split comes from the spare node_reserve made sure of, so this
+ * cannot fail. */
 static void carve(range_alloc *ra, struct free_range *r, uint64_t at, uint64_t len)
 {
     uint64_t head = at - r->off;
@@ -278,13 +293,12 @@ int range_alloc_alloc(range_alloc *ra, uint64_t len, uint64_t align, uint64_t *o
     struct free_range *r = find_fit(ra, len, align, &at);
     if (!r)
         return -ENOSPC;
-    /* Nodes for this carve and for the matching release, before anything
-     * changes: afterwards there are at most live + 1 free ranges. */
-    if (node_reserve(ra, ra->live + 2) < 0)
+    /* The node a split needs, before anything changes. */
+    if (node_reserve(ra) < 0)
         return -ENOMEM;
     carve(ra, r, at, len);
     ra->used += len;
-    ra->live++;
+    node_trim(ra);
     *off = at;
     return 0;
 }
@@ -300,11 +314,11 @@ int range_alloc_take(range_alloc *ra, uint64_t off, uint64_t len)
         r = r ? RB_PREV(off_tree, &ra->by_off, r) : RB_MAX(off_tree, &ra->by_off);
     if (!r || off - r->off >= r->len || r->len - (off - r->off) < len)
         return -EBUSY; /* some byte of it is allocated */
-    if (node_reserve(ra, ra->live + 2) < 0)
+    if (node_reserve(ra) < 0)
         return -ENOMEM;
     carve(ra, r, off, len);
     ra->used += len;
-    ra->live++;
+    node_trim(ra); /* takes in any order leave nodes spare as gaps fill */
     return 0;
 }
 
@@ -346,8 +360,7 @@ int range_alloc_release(range_alloc *ra, uint64_t off, uint64_t len)
         right->len += len;
         RB_INSERT(size_tree, &ra->by_size, right);
     } else {
-        /* The reserve covers this unless the caller released pieces of a
-         * range rather than what alloc returned; then malloc may fail. */
+        /* A spare, or malloc: the one step of a release that can fail. */
         struct free_range *n = node_get(ra);
         if (!n)
             return -ENOMEM;
@@ -358,8 +371,6 @@ int range_alloc_release(range_alloc *ra, uint64_t off, uint64_t len)
 
     assert(ra->used >= len); /* every byte outside the free set is used */
     ra->used -= len;
-    if (ra->live > 0)
-        ra->live--;
     node_trim(ra);
     return 0;
 }

@@ -31,9 +31,9 @@ int range_alloc_alloc(range_alloc *ra, uint64_t len, uint64_t align, uint64_t *o
 
 /* Returns [off, off+len) to the free set. The range must be one that alloc
  * returned (same off and len). Returns 0, or -EINVAL when the range is out of
- * bounds or overlaps a free range (a double free); nothing changes then. Alloc
- * reserves the node this needs, so -ENOMEM is possible only when a range is
- * released in pieces other than the ones alloc returned. */
+ * bounds or overlaps a free range (a double free), -ENOMEM when the range has
+ * no free neighbour and no node for it can be allocated; nothing changes on
+ * failure (the caller keeps the range and releases it again later). */
 int range_alloc_release(range_alloc *ra, uint64_t off, uint64_t len);
 
 /* Allocates exactly [off, off + len) (a master rebuilding what owners

@@ -55,13 +55,17 @@
 
 enum { Q_SMALL, Q_MAIN };
 
+/* Weights are kept in 56 bits (64 PiB) so that an item, one per stored
+ * value on the master, takes 40 bytes. */
+#define WEIGHT_BITS 56
+
 struct rc_item {
     rc_item *prev, *next; /* utlist links within its queue */
     uint64_t key_hash;
-    uint64_t weight;
     void *ctx;
-    uint8_t freq;  /* 0..FREQ_MAX */
-    uint8_t queue; /* Q_SMALL or Q_MAIN */
+    uint64_t weight : WEIGHT_BITS;
+    uint64_t freq : 4;  /* 0..FREQ_MAX */
+    uint64_t queue : 1; /* Q_SMALL or Q_MAIN */
 };
 
 typedef struct rc_ghost {
@@ -130,7 +134,7 @@ static void ghost_add(replica_cache *rc, uint64_t key_hash, uint64_t weight)
 
 static void queue_add(replica_cache *rc, rc_item *it, int queue)
 {
-    it->queue = (uint8_t)queue;
+    it->queue = (unsigned)queue & 1u;
     if (queue == Q_SMALL) {
         DL_APPEND(rc->small, it);
         rc->small_weight += it->weight;
@@ -193,6 +197,8 @@ void replica_cache_set_capacity(replica_cache *rc, uint64_t capacity)
 
 rc_item *replica_cache_insert(replica_cache *rc, uint64_t key_hash, uint64_t weight, void *ctx)
 {
+    if (weight >> WEIGHT_BITS)
+        return NULL; /* as out of memory: the replica is then never evicted */
     rc_item *it = calloc(1, sizeof *it);
     if (!it)
         return NULL;

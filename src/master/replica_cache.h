@@ -49,7 +49,8 @@ void replica_cache_set_capacity(replica_cache *rc, uint64_t capacity);
 
 /* Adds an item for key_hash of weight bytes carrying ctx (the caller's
  * pointer, returned by pop_victim). Does not evict. Returns the item, owned by
- * the cache until removed or popped; NULL on out of memory. */
+ * the cache until removed or popped; NULL on out of memory or a weight of
+ * 2^56 bytes or more. */
 rc_item *replica_cache_insert(replica_cache *rc, uint64_t key_hash, uint64_t weight, void *ctx);
 /* Records an access to a resident item (bumps its frequency; moves nothing). */
 void replica_cache_hit(replica_cache *rc, rc_item *it);

@@ -4,7 +4,6 @@
 #include "master/route.h"
 #include "master/prefix_index.h"
 #include "master/replica_cache.h"
-#include "common/memdup.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -13,15 +12,14 @@
 
 route *route_new(const void *key, size_t klen, put_id pid, uint64_t len)
 {
-    route *r = calloc(1, sizeof *r);
+    if (klen > UINT32_MAX)
+        return NULL;
+    route *r = calloc(1, sizeof *r + klen);
     if (!r)
         return NULL;
-    r->key = fx_memdup(key, klen);
-    if (!r->key) {
-        free(r);
-        return NULL;
-    }
-    r->klen = klen;
+    memcpy(r->key, key, klen);
+    r->klen = (uint32_t)klen;
+    r->replicas = &r->first;
     r->pid = pid;
     r->len = len;
     r->refs = 1;
@@ -47,18 +45,24 @@ void route_unref(route *r)
         assert(!r->replicas[i].cache_item);
         allocation_unref(r->replicas[i].memory);
     }
-    free(r->replicas);
+    if (r->replicas != &r->first)
+        free(r->replicas);
     free(r->cached_by);
-    free(r->key);
     free(r);
 }
 
 int route_add_replica(route *r, uint32_t node_id, uint64_t tomb_tag, allocation *memory)
 {
-    replica *n = realloc(r->replicas, (r->n_replicas + 1) * sizeof *n);
-    if (!n)
-        return -ENOMEM;
-    r->replicas = n;
+    replica *n = r->replicas;
+    if (r->n_replicas >= 1) { /* past `first`: an array of their own */
+        bool inline_now = r->replicas == &r->first;
+        n = realloc(inline_now ? NULL : r->replicas, (r->n_replicas + 1) * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        if (inline_now)
+            n[0] = r->first;
+        r->replicas = n;
+    }
     n[r->n_replicas++] = (replica){.node_id = node_id, .tomb_tag = tomb_tag, .memory = memory};
     return 0;
 }

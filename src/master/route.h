@@ -29,28 +29,33 @@ static inline bool put_id_eq(put_id a, put_id b)
 }
 
 typedef struct replica {
-    uint32_t node_id;
     uint64_t tomb_tag;
     allocation *memory; /* NULL: no memory replica on this owner */
-    bool has_ssd;
     uint64_t ssd_len;
     struct rc_item *cache_item; /* its place in the owner's replica cache (capacity.c) */
+    uint32_t node_id;
+    bool has_ssd;
 } replica;
 
+/* One per key on the master, laid out to stay small (docs/benchmarks.md,
+ * "Master memory per key"): the key's bytes follow the struct, and the first
+ * replica lives inside it (replicas points at `first` until a second owner
+ * holds one; then at an array of the route's own). */
 typedef struct route {
-    int refs;
-    bool in_table;
-    char *key;
-    size_t klen;
+    UT_hash_handle hh;
     put_id pid;
     uint64_t len;
     uint64_t lease_id; /* 0: none; leased replicas are never evicted */
     replica *replicas;
-    size_t n_replicas;
-    uint32_t durable_slots_used;
     uint32_t *cached_by;
-    size_t n_cached_by;
-    UT_hash_handle hh;
+    int refs;
+    uint32_t klen;
+    uint32_t n_replicas;
+    uint32_t durable_slots_used;
+    uint32_t n_cached_by;
+    bool in_table;
+    replica first;
+    char key[]; /* klen bytes */
 } route;
 
 typedef struct route_table {

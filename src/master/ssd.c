@@ -44,7 +44,7 @@ typedef struct persist {
 static void persist_free(persist *p)
 {
     master *m = p->m;
-    seg_space_release(p->target->space, p->target->capacity);
+    seg_space_release(p->target->space, allocation_capacity(p->target));
     route *r = route_find(&m->routes, p->key, p->klen);
     replica *rep = r && put_id_eq(r->pid, p->pid) ? route_replica(r, p->node) : NULL;
     if (rep && rep->memory == p->target)
@@ -84,7 +84,7 @@ void master_ssd_persist(master *m, const char *key, size_t klen, put_id pid, uin
     p->node = node;
     p->target = allocation_ref(target);
     target->persisting = true;
-    seg_space_reserve(target->space, target->capacity);
+    seg_space_reserve(target->space, allocation_capacity(target));
     Fx__SsdReplicaPersistReq req = FX__SSD_REPLICA_PERSIST_REQ__INIT;
     Fx__PutId wire = FX__PUT_ID__INIT;
     wire.time_ms = pid.time_ms;

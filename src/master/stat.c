@@ -39,7 +39,7 @@ static void count_bytes(master *m, Fx__OwnerStat *stats, size_t n)
             if (a)
                 a->stat_mark = pass;
             if (s)
-                s->replica_bytes += a->capacity;
+                s->replica_bytes += allocation_capacity(a);
         }
     }
     holding *hd, *htmp;
@@ -48,7 +48,7 @@ static void count_bytes(master *m, Fx__OwnerStat *stats, size_t n)
         Fx__OwnerStat *s = a->stat_mark != pass ? stat_of(stats, n, a->space) : NULL;
         a->stat_mark = pass;
         if (s)
-            s->holding_bytes += a->capacity;
+            s->holding_bytes += allocation_capacity(a);
     }
 }
 
