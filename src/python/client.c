@@ -12,49 +12,10 @@
  * with the GIL released (inflight) and no MemHolder of the client is left
  * (holders): memoryviews and DLPack tensors cannot be revoked, so the bytes
  * behind them stay mapped until the last holder is released or collected.
- * The last of close(), a call's end or a holder's release runs fx_close().
- * The counters are only touched with the GIL held.
+ * The last of close(), a call's end or a holder's release runs fx_close()
+ * (client_use.c keeps those counts).
  */
 #include "fxpy.h"
-
-/* Runs fx_close once closing is requested and nothing uses the client. */
-static void finish_close_if_idle(fxpy_client *self)
-{
-    if (!self->closing || self->inflight > 0 || self->holders > 0 || !self->fx)
-        return;
-    fx_client *fx = self->fx;
-    self->fx = NULL; /* before the GIL goes: nobody else may start on it */
-    Py_BEGIN_ALLOW_THREADS
-    fx_close(fx);
-    Py_END_ALLOW_THREADS
-}
-
-fx_client *fxpy_client_enter(fxpy_client *self)
-{
-    if (self->closing || !self->fx) {
-        fxpy_raise_instance(fxpy_error_new(FX_ECONN, "the client is closed"));
-        return NULL;
-    }
-    self->inflight++;
-    return self->fx;
-}
-
-void fxpy_client_leave(fxpy_client *self)
-{
-    self->inflight--;
-    finish_close_if_idle(self);
-}
-
-void fxpy_client_holder_added(fxpy_client *self)
-{
-    self->holders++;
-}
-
-void fxpy_client_holder_gone(fxpy_client *self)
-{
-    self->holders--;
-    finish_close_if_idle(self);
-}
 
 /* "O&" converter for a non-negative integer that fits in uint64_t. */
 static int u64_converter(PyObject *obj, void *out)
@@ -100,7 +61,7 @@ static void client_dealloc(fxpy_client *self)
 {
     /* Holders and running calls hold references: nothing uses fx now. */
     self->closing = 1;
-    finish_close_if_idle(self);
+    fxpy_client_close_if_idle(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -299,7 +260,7 @@ static PyObject *client_close(fxpy_client *self, PyObject *unused)
 {
     (void)unused;
     self->closing = 1;
-    finish_close_if_idle(self);
+    fxpy_client_close_if_idle(self);
     Py_RETURN_NONE;
 }
 

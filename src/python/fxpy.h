@@ -2,8 +2,9 @@
  * fxpy.h - what the files of the `fluxon` Python extension share.
  *
  * The module wraps the public C API (include/fluxon/fluxon.h) and nothing
- * else of libfluxon. Two types: Client (client.c, batch.c, batch_exists.c)
- * owns an fx_client; MemHolder (holder.c, dlpack.c) owns one fx_holder and a
+ * else of libfluxon. Two types: Client (client.c, client_use.c, batch.c,
+ * batch_exists.c, batch_io.c, buffers.c) owns an fx_client; MemHolder (holder.c,
+ * dlpack.c) owns one fx_holder and a
  * reference to its Client. All fields below are read and written only with
  * the GIL held; the C calls that block run with the GIL released, bracketed
  * by fxpy_client_enter / fxpy_client_leave so that close() never frees the
@@ -41,6 +42,9 @@ void fxpy_client_leave(fxpy_client *self);
 /* A MemHolder of self was created / released (GIL held). */
 void fxpy_client_holder_added(fxpy_client *self);
 void fxpy_client_holder_gone(fxpy_client *self);
+/* Runs fx_close once close() was asked for and no call or holder uses the
+ * client (client_use.c). */
+void fxpy_client_close_if_idle(fxpy_client *self);
 
 /* Client.batch_put / Client.batch_get (batch.c). */
 PyObject *fxpy_client_batch_put(fxpy_client *self, PyObject *args, PyObject *kw);
