@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-smoke bench-ssd bench-ssd-refill fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-batch bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-smoke bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -48,6 +48,14 @@ bench: build
 	@$(BUILD)/bench/fx_bench_exists
 	@$(BENCH_CLUSTER)
 	@$(BENCH_HITRATE)
+
+# The batch calls of "Many keys at once" (docs/benchmarks.md): C batch get/put/exists,
+# then the same calls from Python (batch_exists, batch_get_into, batch_put_from).
+bench-batch: build
+	@$(BUILD)/bench/fx_bench_batch
+	@$(BUILD)/bench/fx_bench_exists
+	@PYTHONPATH=$(BUILD)/python FX_BUILD_DIR=$(BUILD) python3 bench/py_exists_bench.py
+	@PYTHONPATH=$(BUILD)/python FX_BUILD_DIR=$(BUILD) python3 bench/py_batch_io_bench.py
 
 # Owner-to-owner pulls and pushes against one loopback TCP stream (docs/benchmarks.md).
 bench-cluster: build
