@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-batch bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-smoke bench-ssd bench-ssd-refill fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-batch bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-small bench-smoke bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -85,6 +85,12 @@ bench-recovery: build
 # (root only). `fx_bench_hitrate --sim-only` needs no cluster.
 bench-hitrate: build
 	@$(BENCH_HITRATE)
+
+# Single-key 4 KiB gets and 4 / 64 KiB puts, 1 and 2 client threads, Fluxon against
+# a memcached it starts, alternating in one run (FX_BENCH_SMALL_ROUNDS, default 5;
+# FX_BENCH_SMALL_OPS, ops per thread and pass at 4 KiB, default 20000).
+bench-small: build
+	@./scripts/deps.sh --bench && $(BUILD)/bench/fx_bench_small
 
 # The pressure benchmark of spec 000 §8 against memcached (+ extstore) and redis
 # (docs/benchmarks.md). The full matrix takes hours on 2 cores; PRESSURE_ARGS
