@@ -21,7 +21,9 @@
  *   closed     a connection closed with a batch get in flight (raw socket):
  *              the owner keeps serving, and stops clean (leaks under ASan);
  *   history    threads doing batch puts, get_into and deletes on
- *              overlapping keys; every read checked by history.h.
+ *              overlapping keys, racing threads doing the same with the
+ *              single calls (fx_put, fx_get_into, fx_delete); every read
+ *              checked by history.h.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -565,19 +567,42 @@ static void *hist_run(void *arg)
                 for (int i = 0; i < j; i++)
                     if (ks[i] == ks[j])
                         klens[j] = 0; /* this slot fails as FX_EINVAL, not recorded */
-        uint64_t inv = hist_now_ns();
-        int r;
-        if (hk == HIST_PUT)
-            r = fx_batch_put_from(cx->c, H_BATCH, keys, klens, vp, lens, NULL, results);
-        else if (hk == HIST_GET)
-            r = fx_batch_get_into(cx->c, H_BATCH, keys, klens, bp, caps, lens, results);
-        else
-            r = fx_batch_delete(cx->c, H_BATCH, keys, klens, results);
-        uint64_t resp = hist_now_ns();
+        uint64_t inv[H_BATCH], resp[H_BATCH];
+        int r = 0;
+        if (cx->id % 2 == 0) {
+            /* Even clients: one batch call for the H_BATCH keys. */
+            inv[0] = hist_now_ns();
+            if (hk == HIST_PUT)
+                r = fx_batch_put_from(cx->c, H_BATCH, keys, klens, vp, lens, NULL, results);
+            else if (hk == HIST_GET)
+                r = fx_batch_get_into(cx->c, H_BATCH, keys, klens, bp, caps, lens, results);
+            else
+                r = fx_batch_delete(cx->c, H_BATCH, keys, klens, results);
+            resp[0] = hist_now_ns();
+            for (int j = 1; j < H_BATCH; j++) {
+                inv[j] = inv[0];
+                resp[j] = resp[0];
+            }
+        } else {
+            /* Odd clients: the single calls, one key after another, racing the
+             * even clients' batches on the same keys. */
+            for (int j = 0; j < H_BATCH; j++) {
+                inv[j] = hist_now_ns();
+                if (!klens[j])
+                    results[j] = FX_EINVAL;
+                else if (hk == HIST_PUT)
+                    results[j] = fx_put(cx->c, keys[j], klens[j], vp[j], lens[j]);
+                else if (hk == HIST_GET)
+                    results[j] = fx_get_into(cx->c, keys[j], klens[j], bp[j], caps[j], &lens[j]);
+                else
+                    results[j] = fx_delete(cx->c, keys[j], klens[j]);
+                resp[j] = hist_now_ns();
+            }
+        }
         for (int j = 0; j < H_BATCH; j++) {
             if (!klens[j])
                 continue;
-            hist_op op = {.inv_ns = inv, .resp_ns = resp, .key = ks[j], .kind = hk};
+            hist_op op = {.inv_ns = inv[j], .resp_ns = resp[j], .key = ks[j], .kind = hk};
             int res = r ? r : results[j];
             if (hk == HIST_GET) {
                 if (res == 0) {
