@@ -229,6 +229,20 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
                         "(reject_if_exists)");
         return;
     }
+    route *cur = route_find(&m->routes, p->key, p->klen);
+    if (cur && put_id_cmp(cur->pid, p->pid) > 0) {
+        /* A put of the key that started later (a higher put_id) completed
+         * first: this one is ordered before it, so it is done and already
+         * replaced. The newest put_id wins here as in recovery (R4), so
+         * that routes and the owners' indexes (which keep the newest) never
+         * disagree: nothing is installed, its ranges are freed, and the
+         * answer tells the requester's owner not to index it. */
+        master_inflight_put_free(m, p);
+        Fx__PutDoneResp resp = FX__PUT_DONE_RESP__INIT;
+        resp.superseded = true;
+        net_reply(c, h, &resp.base);
+        return;
+    }
     if (p->lease_id && (!master_lease_live(m, p->lease_id) ||
                         master_lease_bind(m, p->lease_id, p->key, p->klen) != 0)) {
         master_inflight_put_free(m, p);

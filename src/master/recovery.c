@@ -169,13 +169,6 @@ bool master_recovering(const master *m)
     return m->recovery != NULL;
 }
 
-static int put_id_cmp(put_id a, put_id b)
-{
-    if (a.time_ms != b.time_ms)
-        return a.time_ms < b.time_ms ? -1 : 1;
-    return (a.version > b.version) - (a.version < b.version);
-}
-
 /* New put_ids go above pid. */
 static void note_put_id(master *m, uint64_t time_ms, uint32_t version)
 {

@@ -28,6 +28,14 @@ static inline bool put_id_eq(put_id a, put_id b)
     return a.time_ms == b.time_ms && a.version == b.version;
 }
 
+/* <0, 0, >0 as a was issued before, is, or after b. */
+static inline int put_id_cmp(put_id a, put_id b)
+{
+    if (a.time_ms != b.time_ms)
+        return a.time_ms < b.time_ms ? -1 : 1;
+    return (a.version > b.version) - (a.version < b.version);
+}
+
 typedef struct replica {
     uint64_t tomb_tag;
     allocation *memory; /* NULL: no memory replica on this owner */

@@ -169,18 +169,21 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
     owner_forget_key(x->o, x->key, x->klen);
     ext_put *p = x->put;
     if ((status == FX_EMASTER || status == FX_ECONN) && !p->aborting && !p->remote) {
-        /* No answer, the link to the master lost: the
-         * master may have applied the put, and with it the drops of the
-         * version it replaced on other owners (R1). Our index keeps the
-         * new version, so that a recovering master finds one of the two;
-         * had it not been applied, recovery takes it as the newest (a put
-         * that failed may have happened), and a master that did not fail
-         * takes us back only as a new member, with an empty index. */
+        /* No answer, the link to the master lost: the master may have
+         * applied the put, and with it the drops of the version it replaced
+         * on other owners (R1). Our index keeps the new version, so that a
+         * recovering master finds one of the two; had it not been applied,
+         * recovery takes it as the newest (a put that failed may have
+         * happened), and a master that did not fail takes us back only as a
+         * new member, with an empty index. */
         owner_index_put_done(x->o, p->key, p->klen, p->time_ms, p->version, true, p->offset,
                              p->len);
     }
     if (!ext_forward_failure(x, status, msg, "PutDone")) {
-        if (!p->aborting) /* published: our index learns it before our client does */
+        /* Published: our index learns it before our client does. Superseded
+         * (a newer put of the key completed first): nothing to index. */
+        bool superseded = !p->aborting && ((Fx__PutDoneResp *)msg)->superseded;
+        if (!p->aborting && !superseded)
             owner_index_put_done(x->o, p->key, p->klen, p->time_ms, p->version, !p->remote,
                                  p->offset, p->len);
         if (net_conn_is_open(x->conn))
