@@ -41,33 +41,21 @@ static int batch_key_info(fx_client *c, size_t m, const char *const keys[], cons
                           const size_t *slot, bool prefix_only, Fx__BatchKeyInfoResp **out)
 {
     *out = NULL;
-    size_t total = 0;
-    for (size_t j = 0; j < m; j++)
-        total += klens[slot ? slot[j] : j]; /* each <= CLIENT_MAX_KEY_LEN, m <= FX_BATCH_MAX */
-    uint8_t *packed = malloc(total ? total : 1);
-    uint32_t *lens32 = malloc((m ? m : 1) * sizeof *lens32);
-    int r = 0;
-    if (!packed || !lens32) {
-        r = client_fail(FX_ENOMEM, "out of memory");
-        goto out;
-    }
-    size_t off = 0;
-    for (size_t j = 0; j < m; j++) {
-        size_t i = slot ? slot[j] : j;
-        memcpy(packed + off, keys[i], klens[i]);
-        off += klens[i];
-        lens32[j] = (uint32_t)klens[i];
-    }
+    packed_keys pk;
+    int r = packed_keys_make(&pk, m, keys, klens, slot);
+    if (r)
+        return r;
     Fx__BatchKeyInfoReq req = FX__BATCH_KEY_INFO_REQ__INIT;
-    req.keys = (ProtobufCBinaryData){.len = total, .data = packed};
-    req.n_klens = m;
-    req.klens = lens32;
+    req.keys = (ProtobufCBinaryData){.len = pk.total, .data = pk.bytes};
+    req.n_klens = pk.n;
+    req.klens = pk.lens;
     req.prefix_only = prefix_only;
     ProtobufCMessage *msg;
     r = client_request(c, MSG_EXT_BATCH_EXISTS, &req.base, &msg);
+    packed_keys_free(&pk);
     if (r) {
         msg_free(msg);
-        goto out;
+        return r;
     }
     Fx__BatchKeyInfoResp *resp = (Fx__BatchKeyInfoResp *)msg;
     if (resp->n_results > m || (!prefix_only && resp->n_results != m) ||
@@ -75,13 +63,10 @@ static int batch_key_info(fx_client *c, size_t m, const char *const keys[], cons
         r = client_fail(FX_EPROTO, "owner answered %zu results (%llu hits) for %zu keys",
                         resp->n_results, (unsigned long long)resp->prefix_hits, m);
         msg_free(msg);
-        goto out;
+        return r;
     }
     *out = resp;
-out:
-    free(packed);
-    free(lens32);
-    return r;
+    return 0;
 }
 
 int fx_batch_exists(fx_client *c, size_t n, const char *const keys[], const size_t klens[],

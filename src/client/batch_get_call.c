@@ -30,31 +30,17 @@ int client_batch_get_call(fx_client *c, size_t m, const size_t *slot, const char
                           const size_t *klens, Fx__ExternalBatchGetResp **out)
 {
     *out = NULL;
-    size_t total = 0;
-    for (size_t j = 0; j < m; j++)
-        total += klens[slot[j]]; /* each <= CLIENT_MAX_KEY_LEN, m <= FX_BATCH_MAX */
-    uint8_t *packed = malloc(total ? total : 1);
-    uint32_t *lens32 = malloc((m ? m : 1) * sizeof *lens32);
-    if (!packed || !lens32) {
-        free(packed);
-        free(lens32);
-        return client_fail(FX_ENOMEM, "out of memory");
-    }
-    size_t pos = 0;
-    for (size_t j = 0; j < m; j++) {
-        size_t i = slot[j];
-        memcpy(packed + pos, keys[i], klens[i]);
-        pos += klens[i];
-        lens32[j] = (uint32_t)klens[i];
-    }
+    packed_keys pk;
+    int err = packed_keys_make(&pk, m, keys, klens, slot);
+    if (err)
+        return err;
     Fx__ExternalBatchGetReq req = FX__EXTERNAL_BATCH_GET_REQ__INIT;
-    req.keys = (ProtobufCBinaryData){.len = total, .data = packed};
-    req.n_klens = m;
-    req.klens = lens32;
+    req.keys = (ProtobufCBinaryData){.len = pk.total, .data = pk.bytes};
+    req.n_klens = pk.n;
+    req.klens = pk.lens;
     ProtobufCMessage *msg;
-    int err = client_request(c, MSG_EXT_BATCH_GET, &req.base, &msg);
-    free(packed);
-    free(lens32);
+    err = client_request(c, MSG_EXT_BATCH_GET, &req.base, &msg);
+    packed_keys_free(&pk);
     Fx__ExternalBatchGetResp *r = (Fx__ExternalBatchGetResp *)msg;
     if (!err && r->n_results != m) {
         ack_all(c, r);

@@ -78,6 +78,19 @@ static inline bool client_range_ok(const fx_client *c, uint64_t offset, uint64_t
     return offset <= c->seg_size && len <= c->seg_size - offset;
 }
 
+/* packed_keys.c: keys[slot[j]] (slot NULL: keys[j]), j < m, back to back in
+ * bytes (total bytes) with their lengths in lens: the key list of the batch
+ * messages. 0, or FX_ENOMEM with the detail (pk then empty). */
+typedef struct packed_keys {
+    uint8_t *bytes;
+    size_t total;
+    uint32_t *lens;
+    size_t n;
+} packed_keys;
+int packed_keys_make(packed_keys *pk, size_t m, const char *const keys[], const size_t klens[],
+                     const size_t *slot);
+void packed_keys_free(packed_keys *pk);
+
 /* batch_get_call.c: one ExternalBatchGet for keys[slot[j]], j < m (each
  * checked by the caller), on a pooled connection. On success *out (freed by
  * the caller with msg_free) has exactly m results, in that order, and the

@@ -210,6 +210,8 @@ void master_on_get_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h
 
 /* delete.c */
 void master_on_delete(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__DeleteReq *req);
+void master_on_batch_delete(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                            Fx__BatchDeleteReq *req);
 
 /* holding.c */
 void master_on_batch_delete_ack(master *m, member *mb, net_conn *c, const frame_hdr *h,

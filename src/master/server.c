@@ -108,6 +108,9 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     case MSG_DELETE:
         master_on_delete(m, mb, c, h, (Fx__DeleteReq *)msg);
         break;
+    case MSG_BATCH_DELETE:
+        master_on_batch_delete(m, mb, c, h, (Fx__BatchDeleteReq *)msg);
+        break;
     case MSG_BATCH_DELETE_ACK:
         master_on_batch_delete_ack(m, mb, c, h, (Fx__BatchDeleteAckReq *)msg);
         break;

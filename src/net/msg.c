@@ -41,6 +41,7 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     ENTRY(MSG_ACCESS_REPORT, "AccessReport", access_report),
     ENTRY(MSG_RECOVERY_REPORT, "RecoveryReport", recovery_report),
     ENTRY(MSG_BATCH_KEY_INFO, "BatchKeyInfo", batch_key_info),
+    ENTRY(MSG_BATCH_DELETE, "BatchDelete", batch_delete),
     ENTRY(MSG_EXT_HELLO, "ExternalHello", external_hello),
     ENTRY(MSG_EXT_PUT_START, "ExternalPutStart", external_put_start),
     ENTRY(MSG_EXT_PUT_TRANSFER_END, "ExternalPutTransferEnd", external_put_transfer_end),
@@ -57,6 +58,8 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     [MSG_EXT_BATCH_EXISTS] = {"ExternalBatchExists", &fx__batch_key_info_req__descriptor,
                               &fx__batch_key_info_resp__descriptor},
     ENTRY(MSG_EXT_BATCH_GET, "ExternalBatchGet", external_batch_get),
+    [MSG_EXT_BATCH_DELETE] = {"ExternalBatchDelete", &fx__batch_delete_req__descriptor,
+                              &fx__batch_delete_resp__descriptor},
 };
 
 const ProtobufCMessageDescriptor *msg_descriptor(uint16_t type, bool response)

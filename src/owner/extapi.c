@@ -4,7 +4,7 @@
  * ExternalHello opens a session (the session connection receives the segment
  * fd and, later, ExternalInvalidateWeakIndex pushes) or attaches a further
  * connection to an existing session. Puts and gets have their own files
- * (ext_put.c, ext_get.c, ext_batch_get.c); here are the sessions, the
+ * (ext_put.c, ext_get.c, ext_batch_get.c, ext_batch_delete.c); here are the sessions, the
  * dispatch, ExternalDelete (wraps Delete), ExternalDeleteAck (releases
  * holders), ping, stat, and KeyInfo / BatchExists / Lease (forwarded to the
  * master as they are: a batch of keys goes on as one BatchKeyInfo once its
@@ -312,6 +312,9 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
         break;
     case MSG_EXT_BATCH_EXISTS:
         on_batch_exists(o, ec, h, (Fx__BatchKeyInfoReq *)msg);
+        break;
+    case MSG_EXT_BATCH_DELETE:
+        ext_on_batch_delete(o, ec, h, (Fx__BatchDeleteReq *)msg);
         break;
     case MSG_EXT_LEASE:
         forward_to_master(o, ec, h, MSG_LEASE, msg);

@@ -1,6 +1,6 @@
 /*
  * extcall.h - what the owner's external-request handlers share (extapi.c,
- * ext_put.c, ext_get.c, ext_batch_get.c): the context of a request that waits on the master or
+ * ext_put.c, ext_get.c, ext_batch_get.c, ext_batch_delete.c): the context of a request that waits on the master or
  * on a data-plane transfer, and the common checks and replies (extcall.c);
  * and the entry points of the put and get handlers, which extapi.c
  * dispatches to.
@@ -64,5 +64,8 @@ void ext_get_key(owner *o, const void *key, size_t klen, const get_waiter *targe
 
 /* ext_batch_get.c */
 void ext_on_batch_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalBatchGetReq *req);
+
+/* ext_batch_delete.c */
+void ext_on_batch_delete(owner *o, ext_conn *ec, const frame_hdr *h, Fx__BatchDeleteReq *req);
 
 #endif

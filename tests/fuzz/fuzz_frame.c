@@ -6,7 +6,8 @@
  * body, then msg_decode of the body for its type and direction), and every
  * decoded message is re-encoded and decoded again, which must succeed.
  *
- * A decoded batch of packed keys (BatchKeyInfo, ExternalBatchExists) also
+ * A decoded batch of packed keys (BatchKeyInfo, ExternalBatchExists,
+ * BatchDelete, ExternalBatchDelete) also
  * goes through the shape check the master and the owner run
  * (net/batch_keys.h): when it passes, walking the keys by their lengths must
  * end exactly at the end of `keys`.
@@ -50,19 +51,19 @@ static size_t run_handshake(bool server, const uint8_t *data, size_t size)
 }
 
 /* The walk a handler does after batch_keys_check passed. */
-static void walk_batch(const Fx__BatchKeyInfoReq *req)
+static void walk_batch(const ProtobufCBinaryData *keys, const uint32_t *klens, size_t n)
 {
     char why[160];
-    if (batch_keys_check(&req->keys, req->klens, req->n_klens, why, sizeof why))
+    if (batch_keys_check(keys, klens, n, why, sizeof why))
         return;
     size_t off = 0;
-    for (size_t i = 0; i < req->n_klens; i++) {
-        if (req->klens[i] > req->keys.len - off)
+    for (size_t i = 0; i < n; i++) {
+        if (klens[i] > keys->len - off)
             abort();
-        off += req->klens[i];
-        (void)batch_key_len_ok(req->klens[i]);
+        off += klens[i];
+        (void)batch_key_len_ok(klens[i]);
     }
-    if (off != req->keys.len)
+    if (off != keys->len)
         abort();
 }
 
@@ -83,8 +84,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         (void)msg_status(m);
         (void)msg_detail(m);
-        if (!resp && (h.type == MSG_BATCH_KEY_INFO || h.type == MSG_EXT_BATCH_EXISTS))
-            walk_batch((const Fx__BatchKeyInfoReq *)m);
+        if (!resp && (h.type == MSG_BATCH_KEY_INFO || h.type == MSG_EXT_BATCH_EXISTS)) {
+            const Fx__BatchKeyInfoReq *b = (const Fx__BatchKeyInfoReq *)m;
+            walk_batch(&b->keys, b->klens, b->n_klens);
+        }
+        if (!resp && (h.type == MSG_BATCH_DELETE || h.type == MSG_EXT_BATCH_DELETE)) {
+            const Fx__BatchDeleteReq *b = (const Fx__BatchDeleteReq *)m;
+            walk_batch(&b->keys, b->klens, b->n_klens);
+        }
         size_t len;
         uint8_t *enc = msg_encode(h.type, h.flags, h.req_id, m, &len);
         if (!enc)

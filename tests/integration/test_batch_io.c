@@ -14,8 +14,10 @@
  *   exists     reject_if_exists: EEXIST for the existing key only; two
  *              threads racing on the same fresh keys: one success per key,
  *              and the stored bytes are the winner's;
- *   delete     fx_batch_delete of present and absent keys; the weak index
- *              no longer serves a deleted key;
+ *   delete     fx_batch_delete (one ExternalBatchDelete, one BatchDelete at
+ *              the master) of present and absent keys, and with an invalid
+ *              key in the same batch; the weak index no longer serves a
+ *              deleted key;
  *   limits     n = 0 does nothing; n = FX_BATCH_MAX + 1 is refused;
  *              FX_BATCH_MAX keys of the longest length fit one frame;
  *   closed     a connection closed with a batch get in flight (raw socket):
@@ -369,6 +371,19 @@ static void test_delete(void)
     fx_holder_release(h);
     r = fx_batch_delete(c, 2, keys, klens, results);
     CHECK(r == 0 && results[0] == FX_ENOTFOUND && results[1] == FX_ENOTFOUND, "delete again");
+
+    /* One frame with a present key, an invalid (empty) key and an absent
+     * one: each key its own result, the present one deleted through both
+     * owners' eyes. */
+    const char *mixed[3] = {"del-mixed-a", "", "del-mixed-absent"};
+    size_t mlens[3] = {strlen(mixed[0]), 0, strlen(mixed[2])};
+    CHECK(fx_put(c, mixed[0], mlens[0], "x", 1) == 0, "put %s", mixed[0]);
+    int mres[3] = {1, 1, 1};
+    r = fx_batch_delete(c, 3, mixed, mlens, mres);
+    CHECK(r == 0 && mres[0] == 0 && mres[1] == FX_EINVAL && mres[2] == FX_ENOTFOUND,
+          "mixed batch delete: %s -> %d %d %d", fx_strerror(r), mres[0], mres[1], mres[2]);
+    CHECK(fx_exists(far, mixed[0], mlens[0]) == 0, "%s is gone through the other owner",
+          mixed[0]);
     fx_close(c);
     fx_close(far);
 }
