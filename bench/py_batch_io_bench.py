@@ -11,18 +11,13 @@ warm (one warm-up pass first). The build directory is $FX_BUILD_DIR, else
 where `fluxon` was imported from (<build>/python/..).
 """
 import os
-import shutil
 import statistics
-import subprocess
-import tempfile
 import time
 
 import fluxon
+from py_cluster import local_cluster
 
 KEYS, BATCH, VALUE, ROUNDS = 1024, 128, 4096, 7
-BUILD = os.environ.get("FX_BUILD_DIR") or os.path.dirname(
-    os.path.dirname(os.path.abspath(fluxon.__file__)))
-CLI = os.path.join(BUILD, "fluxon")
 
 
 def rate(fn, chunks):
@@ -33,11 +28,8 @@ def rate(fn, chunks):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="fx-pybench-")
-    up = subprocess.run([CLI, "up", "--dir", tmp, "--dram", "256MB"], capture_output=True,
-                        text=True, timeout=120, check=True)
-    try:
-        c = fluxon.Client(up.stdout.split()[0])
+    with local_cluster("256MB") as sock:
+        c = fluxon.Client(sock)
         keys = ["pyb-%d" % i for i in range(KEYS)]
         src = [bytearray(os.urandom(VALUE)) for _ in range(BATCH)]
         dst = [bytearray(VALUE) for _ in range(BATCH)]
@@ -68,10 +60,6 @@ def main():
             print("  %-15s %10.0f keys/s  (%.0f..%.0f)" % (name, statistics.median(r), min(r),
                                                         max(r)))
         c.close()
-    finally:
-        subprocess.run([CLI, "down", "--dir", tmp], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=60)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

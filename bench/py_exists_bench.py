@@ -12,35 +12,15 @@ when the run fails.
 The build directory comes from $FX_BUILD_DIR, else from where `fluxon` was
 imported (<build>/python/..).
 """
-import os
-import platform
-import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 
 import fluxon
+from py_cluster import cpu_model, local_cluster
 
 KEYS = 4096
 BATCH = 512
 ROUNDS = 7
-
-BUILD = os.environ.get("FX_BUILD_DIR") or os.path.dirname(
-    os.path.dirname(os.path.abspath(fluxon.__file__)))
-CLI = os.path.join(BUILD, "fluxon")
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def run(sock):
@@ -67,17 +47,8 @@ def run(sock):
 
 
 def main():
-    d = tempfile.mkdtemp(prefix="fx-pybench-")
-    try:
-        up = subprocess.run([CLI, "up", "--dir", d, "--dram", "64MB"], capture_output=True,
-                            text=True, timeout=120)
-        if up.returncode != 0:
-            sys.exit("py_exists_bench: fluxon up failed (%d): %s" % (up.returncode, up.stderr))
-        run(up.stdout.split()[0])
-    finally:
-        subprocess.run([CLI, "down", "--dir", d], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=60)
-        shutil.rmtree(d, ignore_errors=True)
+    with local_cluster("64MB") as sock:
+        run(sock)
 
 
 if __name__ == "__main__":

@@ -193,17 +193,26 @@ static put_drops *put_drops_new(member *mb, net_conn *c, const frame_hdr *h, rou
     return d;
 }
 
+/* The end of every PutDone that installed its route: the replaced version
+ * (old, may be NULL) is dropped from its owners but req_node's, and the
+ * answer waits for them and for the key's unacknowledged drops (R1). */
+static void drop_old_and_answer(master *m, index_wait *w, route *old, const char *key,
+                                size_t klen, uint32_t req_node, net_conn *c, const frame_hdr *h)
+{
+    if (old) {
+        master_invalidate_route(m, old);
+        master_index_drop_route(m, old, w, req_node);
+    }
+    master_index_wait_key(m, w, key, klen, req_node);
+    master_index_wait_reply(m, w, c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
+}
+
 static void send_put_drops(master *m, void *ctx, bool run)
 {
     put_drops *d = ctx;
-    if (run) {
-        index_wait *w = master_index_wait_new(m);
-        master_invalidate_route(m, d->old);
-        master_index_drop_route(m, d->old, w, d->req_node);
-        master_index_wait_key(m, w, d->old->key, d->old->klen, d->req_node);
-        master_index_wait_reply(m, w, d->conn, &d->hdr,
-                                &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
-    }
+    if (run)
+        drop_old_and_answer(m, master_index_wait_new(m), d->old, d->old->key, d->old->klen,
+                            d->req_node, d->conn, &d->hdr);
     route_unref(d->old);
     net_conn_unref(d->conn);
     free(d);
@@ -277,12 +286,7 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
          * new one: a crash in between leaves one of the two indexed. */
         master_index_wait_then(m, w, send_put_drops, d);
     } else {
-        if (old) {
-            master_invalidate_route(m, old);
-            master_index_drop_route(m, old, w, mb->node_id);
-        }
-        master_index_wait_key(m, w, r->key, r->klen, mb->node_id);
-        master_index_wait_reply(m, w, c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
+        drop_old_and_answer(m, w, old, r->key, r->klen, mb->node_id, c, h);
     }
     if (persist) /* after the answer: the public put does not wait for the SSD */
         master_ssd_persist(m, r->key, r->klen, r->pid, target->node_id, target_alloc);
