@@ -289,6 +289,28 @@ static int wait_owner(pid_t pid, int timeout_ms)
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         test_sleep_ms(10);
     }
+    /* Still running: say where each of its threads waits before it goes. */
+    char path[320];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char what[2][128] = {"", ""};
+        const char *files[2] = {"comm", "wchan"};
+        for (int i = 0; i < 2; i++) {
+            snprintf(path, sizeof path, "/proc/%d/task/%s/%s", (int)pid, e->d_name, files[i]);
+            FILE *f = fopen(path, "r");
+            if (f && fgets(what[i], sizeof what[i], f))
+                what[i][strcspn(what[i], "\n")] = 0;
+            if (f)
+                fclose(f);
+        }
+        printf("owner %d still running: thread %s (%s) waits in %s\n", (int)pid, e->d_name,
+               what[0], what[1]);
+    }
+    if (d)
+        closedir(d);
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     return -1;
@@ -586,6 +608,8 @@ static void default_instance(void)
         kill(pid, SIGTERM);
         int rc = wait_owner(pid, 20000);
         CHECK(rc == 0, "run %d: SIGTERM while connecting exits 0 (got %d)", run + 1, rc);
+        if (rc != 0)
+            cluster_print_log_tail(log_path); /* this run's lines: the owner wrote last */
     }
     char parent[400];
     snprintf(parent, sizeof parent, "%s/test_cluster_kv_ssd_storage", path);
