@@ -103,6 +103,10 @@ int fx_get_into(fx_client *c, const char *key, size_t klen, void *buf, size_t ca
 
 /* Most keys one batch call takes. */
 #define FX_BATCH_MAX 1024
+/* fx_put of a value of up to this many bytes sends it in its one request to
+ * the owner (one round trip instead of two); larger values are written into
+ * the shared segment. */
+#define FX_PUT_INLINE_MAX (256u << 10)
 
 /* Puts n values (1..FX_BATCH_MAX) in two round trips to the owner. results[i]
  * receives key i's own result (0 or an FX_E* code: one key's NoSpace does not

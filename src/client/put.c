@@ -2,7 +2,9 @@
  * put.c - fx_put, fx_put_opts and the zero-copy put (fx_put_begin / commit /
  * abort).
  *
- * A put is two round trips on one connection: ExternalPutStart gives a
+ * A value of up to FX_PUT_INLINE_MAX bytes goes in one round trip: the
+ * ExternalPut request carries it (put_inline). A larger one, and every
+ * zero-copy put, is two round trips on one connection: ExternalPutStart gives a
  * staging range in the shared segment, the value is written there once (by
  * fx_put, see put_copy.c, or by the caller through fx_put_handle_data), and
  * ExternalPutTransferEnd commits it (PutDone at the master) or aborts it. The
@@ -29,6 +31,18 @@ struct fx_put_handle {
     size_t len;
 };
 
+/* opts on the wire in *w, or NULL without options. */
+static Fx__PutOptions *wire_options(const fx_put_options *opts, Fx__PutOptions *w)
+{
+    if (!opts)
+        return NULL;
+    fx__put_options__init(w);
+    w->lease_id = opts->lease_id;
+    w->reject_if_exists = opts->reject_if_exists != 0;
+    w->reject_if_inflight_same_key = opts->reject_if_inflight_same_key != 0;
+    return w;
+}
+
 int fx_put_begin(fx_client *c, const char *key, size_t klen, size_t len,
                  const fx_put_options *opts, fx_put_handle **out)
 {
@@ -52,13 +66,8 @@ int fx_put_begin(fx_client *c, const char *key, size_t klen, size_t len,
     Fx__ExternalPutStartReq ps = FX__EXTERNAL_PUT_START_REQ__INIT;
     ps.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     ps.len = len;
-    Fx__PutOptions wire_opts = FX__PUT_OPTIONS__INIT;
-    if (opts) {
-        wire_opts.lease_id = opts->lease_id;
-        wire_opts.reject_if_exists = opts->reject_if_exists != 0;
-        wire_opts.reject_if_inflight_same_key = opts->reject_if_inflight_same_key != 0;
-        ps.options = &wire_opts;
-    }
+    Fx__PutOptions wire_opts;
+    ps.options = wire_options(opts, &wire_opts);
     ProtobufCMessage *m = NULL;
     err = client_call(c, p->x, MSG_EXT_PUT_START, &ps.base, &m);
     if (err) {
@@ -173,6 +182,26 @@ void owner_wake_ping(void *owner_wake_ctx)
         w->failed = true;
 }
 
+/* A small value in one round trip: ExternalPut carries it, and the owner
+ * writes it into the segment and commits it. */
+static int put_inline(fx_client *c, const char *key, size_t klen, const void *val, size_t len,
+                      const fx_put_options *opts)
+{
+    client_clear_error();
+    Fx__ExternalPutReq req = FX__EXTERNAL_PUT_REQ__INIT;
+    Fx__PutOptions wire_opts;
+    req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
+    req.value = (ProtobufCBinaryData){.len = len, .data = (uint8_t *)val};
+    req.options = wire_options(opts, &wire_opts);
+    ProtobufCMessage *m = NULL;
+    int err = client_request(c, MSG_EXT_PUT, &req.base, &m);
+    msg_free(m);
+    /* Whatever the outcome, the old version must not be served from this
+     * client's index again. */
+    holder_index_invalidate(c, key, klen);
+    return err;
+}
+
 int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, size_t len,
                 const fx_put_options *opts)
 {
@@ -180,6 +209,8 @@ int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, siz
         client_clear_error();
         return client_fail(FX_EINVAL, "value is NULL");
     }
+    if (len <= FX_PUT_INLINE_MAX && c && !client_check_key(key, klen))
+        return put_inline(c, key, klen, val, len, opts);
     fx_put_handle *p;
     int err = fx_put_begin(c, key, klen, len, opts, &p);
     if (err) {

@@ -145,6 +145,20 @@ allocation *allocation_ref(allocation *a)
     return a;
 }
 
+int allocation_shrink(allocation *a, uint64_t len)
+{
+    assert(len <= a->len && !a->reserved && !a->returning);
+    uint64_t have = allocation_capacity(a), need = alloc_capacity_of(len);
+    if (need < have) {
+        int r = range_alloc_release(a->space->ra, a->offset + need, have - need);
+        assert(r == 0 || r == -ENOMEM);
+        if (r < 0)
+            return r;
+    }
+    a->len = len;
+    return 0;
+}
+
 void allocation_unref(allocation *a)
 {
     if (!a)

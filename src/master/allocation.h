@@ -31,6 +31,9 @@ typedef struct seg_space {
     struct replica_cache *cache;
     uint64_t budget;
     uint64_t reserved;
+    /* Bytes of ranges held by put grants (put_grant.c): taken from the
+     * allocator but free for the owner's next puts, so not shown as used. */
+    uint64_t granted;
     uint64_t evictions;
     /* Bytes of evicted replicas still referenced (owner caches, holders,
      * reads in flight): they come back to the allocator when released. */
@@ -89,6 +92,11 @@ allocation *allocation_new(seg_space *s, uint64_t len, int *err);
  * -EINVAL (unaligned, out of the segment), -EBUSY (taken) or -ENOMEM. */
 allocation *allocation_new_at(seg_space *s, uint64_t offset, uint64_t len, int *err);
 allocation *allocation_ref(allocation *a);
+/* Makes a hold a len-byte payload (len <= a->len), giving the capacity it no
+ * longer needs back to its space (a put pool's grant taken by a smaller
+ * value). Returns 0, or -ENOMEM (nothing changed) when the space could not
+ * take the bytes back. */
+int allocation_shrink(allocation *a, uint64_t len);
 /* Drops a reference (NULL-safe); the last one frees the range (and ends its
  * reservation). */
 void allocation_unref(allocation *a);

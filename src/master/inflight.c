@@ -28,7 +28,8 @@ static char *put_table_key(const void *key, size_t klen, put_id pid, size_t *out
         return NULL;
     memcpy(k, &pid.time_ms, sizeof pid.time_ms);
     memcpy(k + sizeof pid.time_ms, &pid.version, sizeof pid.version);
-    memcpy(k + sizeof pid.time_ms + sizeof pid.version, key, klen);
+    if (klen) /* a grant (put_grant.c) has no key */
+        memcpy(k + sizeof pid.time_ms + sizeof pid.version, key, klen);
     *out_len = n;
     return k;
 }
@@ -37,6 +38,8 @@ static char *put_table_key(const void *key, size_t klen, put_id pid, size_t *out
  * the count before the change, or -ENOMEM (nothing counted). */
 static int count_inflight_key(master *m, const char *key, size_t klen, int delta)
 {
+    if (klen == 0)
+        return 0; /* a grant: no key to count */
     inflight_key *k;
     HASH_FIND(hh, m->inflight_keys, key, klen, k);
     if (!k) {
@@ -105,6 +108,8 @@ bool master_key_in_flight(master *m, const void *key, size_t klen)
 
 void master_inflight_put_free(master *m, inflight_put *p)
 {
+    if (p->klen == 0 && p->target) /* a grant that goes unused */
+        p->target->space->granted -= allocation_capacity(p->target);
     count_inflight_key(m, p->key, p->klen, -1);
     HASH_DEL(m->inflight_puts, p);
     DL_DELETE(m->inflight_put_order, p);
@@ -162,8 +167,12 @@ void master_sweep_inflight(master *m)
 {
     uint64_t now = master_now_ms(m);
     while (m->inflight_put_order && m->inflight_put_order->deadline_ms <= now) {
-        FX_LOG(WARN, "in-flight put of a %zu-byte key expired after %llu ms",
-               m->inflight_put_order->klen, (unsigned long long)m->cfg.inflight_ttl_ms);
+        if (m->inflight_put_order->klen)
+            FX_LOG(WARN, "in-flight put of a %zu-byte key expired after %llu ms",
+                   m->inflight_put_order->klen, (unsigned long long)m->cfg.inflight_ttl_ms);
+        else /* normal when its owner lost our link (it forgets its pool) */
+            FX_LOG(INFO, "an unused put grant of node %u expired after %llu ms",
+                   m->inflight_put_order->req_node, (unsigned long long)m->cfg.inflight_ttl_ms);
         master_inflight_put_free(m, m->inflight_put_order);
     }
     while (m->inflight_get_order && m->inflight_get_order->deadline_ms <= now) {

@@ -16,6 +16,8 @@
 
 #include "master/master.h"
 
+/* A put between PutStart and PutDone/PutRevoke, or a grant of the owner's
+ * put pool (put_grant.c): klen 0, target its range, until PutDone names it. */
 struct inflight_put {
     char *hkey; /* (put_id, key) bytes: the table key */
     size_t hklen;

@@ -44,6 +44,9 @@ typedef struct member {
     uint64_t ssd_errors;             /* from the last heartbeat: failed SSD IO + bad checksums */
     uint64_t last_heartbeat_ms;
     uint64_t hits_memory, hits_ssd, misses;
+    /* Puts it requested that were installed, by how they started: from its
+     * put pool (put_grant.c) or by PutStart. */
+    uint64_t puts_pool, puts_started;
     char **pending_invalidations; /* invalidation.c: keys to send in the next batch */
     size_t *pending_inval_lens;
     size_t n_pending_inval, cap_pending_inval;
@@ -198,6 +201,17 @@ void master_check_heartbeats(master *m);
 void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__PutStartReq *req);
 void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__PutDoneReq *req);
+/* put.c: the next put_id (one master-wide sequence, never going back). */
+put_id master_next_put_id(master *m);
+/* put_grant.c */
+void master_on_put_grant(master *m, member *mb, net_conn *c, const frame_hdr *h,
+                         Fx__PutGrantReq *req);
+/* PutDone of a pool put (granted_len set): the grant req->put_id names
+ * becomes the in-flight put of req's key under a new put_id, its range cut
+ * to granted_len. NULL with the answer's status and detail when mb has no
+ * such grant or the request does not fit it. */
+struct inflight_put *master_put_grant_use(master *m, member *mb, const Fx__PutDoneReq *req,
+                                          int *status, const char **why);
 void master_on_put_revoke(master *m, member *mb, net_conn *c, const frame_hdr *h,
                           Fx__PutRevokeReq *req);
 

@@ -70,6 +70,20 @@ static const placement_policy policies[] = {
     [PLACEMENT_REMOTE] = {"remote", choose_remote},
 };
 
+bool placement_keeps_local(master *m, member *requester)
+{
+    if (!eligible(m, requester))
+        return false;
+    if (m->placement == &policies[PLACEMENT_LOCAL])
+        return true;
+    member *mb, *tmp;
+    HASH_ITER(hh, m->members, mb, tmp) {
+        if (mb != requester && eligible(m, mb))
+            return false;
+    }
+    return true;
+}
+
 member *placement_fallback(master *m, member *requester)
 {
     if (eligible(m, requester))

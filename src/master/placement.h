@@ -32,6 +32,11 @@ const placement_policy *placement_policy_for(int kind);
  * may receive values, else the first member that may (SSD rule). */
 struct member *placement_fallback(struct master *m, struct member *requester);
 
+/* True when every value requested through `requester` goes to `requester`
+ * (while it has room): placement local, or no other live owner may take
+ * values. The condition of a put pool (put_grant.c). */
+bool placement_keeps_local(struct master *m, struct member *requester);
+
 /* True when mb's allocator has one free range that holds len bytes. */
 bool placement_has_room(const struct member *mb, uint64_t len);
 

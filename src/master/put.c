@@ -39,7 +39,7 @@
 
 #define MAX_KEY_LEN 4096u
 
-static put_id next_put_id(master *m)
+put_id master_next_put_id(master *m)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -136,7 +136,7 @@ void master_on_put_start(master *m, member *mb, net_conn *c, const frame_hdr *h,
         reply_no_space(c, h, mb, req->len, err, "staging");
         return;
     }
-    put_id pid = next_put_id(m);
+    put_id pid = master_next_put_id(m);
     inflight_put *p = master_inflight_put_add(m, req->key.data, req->key.len, pid);
     if (!p) {
         allocation_unref(a);
@@ -197,14 +197,22 @@ static put_drops *put_drops_new(member *mb, net_conn *c, const frame_hdr *h, rou
  * (old, may be NULL) is dropped from its owners but req_node's, and the
  * answer waits for them and for the key's unacknowledged drops (R1). */
 static void drop_old_and_answer(master *m, index_wait *w, route *old, const char *key,
-                                size_t klen, uint32_t req_node, net_conn *c, const frame_hdr *h)
+                                size_t klen, uint32_t req_node, net_conn *c, const frame_hdr *h,
+                                const put_id *granted)
 {
     if (old) {
         master_invalidate_route(m, old);
         master_index_drop_route(m, old, w, req_node);
     }
     master_index_wait_key(m, w, key, klen, req_node);
-    master_index_wait_reply(m, w, c, h, &((Fx__PutDoneResp)FX__PUT_DONE_RESP__INIT).base);
+    Fx__PutDoneResp resp = FX__PUT_DONE_RESP__INIT;
+    Fx__PutId wire = FX__PUT_ID__INIT;
+    if (granted) { /* a pool put learns the put_id it was installed under */
+        wire.time_ms = granted->time_ms;
+        wire.version = granted->version;
+        resp.put_id = &wire;
+    }
+    master_index_wait_reply(m, w, c, h, &resp.base);
 }
 
 static void send_put_drops(master *m, void *ctx, bool run)
@@ -212,7 +220,7 @@ static void send_put_drops(master *m, void *ctx, bool run)
     put_drops *d = ctx;
     if (run)
         drop_old_and_answer(m, master_index_wait_new(m), d->old, d->old->key, d->old->klen,
-                            d->req_node, d->conn, &d->hdr);
+                            d->req_node, d->conn, &d->hdr, NULL);
     route_unref(d->old);
     net_conn_unref(d->conn);
     free(d);
@@ -220,8 +228,16 @@ static void send_put_drops(master *m, void *ctx, bool run)
 
 void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, Fx__PutDoneReq *req)
 {
-    inflight_put *p = master_inflight_put_find(m, req->key.data, req->key.len, req->put_id);
-    if (!p || p->req_node != mb->node_id) {
+    inflight_put *p;
+    if (req->granted_len) {
+        int status;
+        const char *why;
+        if (!(p = master_put_grant_use(m, mb, req, &status, &why))) {
+            net_reply_error(c, h, status, "%s", why);
+            return;
+        }
+    } else if (!(p = master_inflight_put_find(m, req->key.data, req->key.len, req->put_id)) ||
+               p->req_node != mb->node_id) {
         net_reply_error(c, h, FX_ESTALE, "no in-flight put for this key and put_id (expired?)");
         return;
     }
@@ -269,6 +285,10 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
     r->lease_id = p->lease_id;
     allocation *target_alloc = p->target;
     p->target = NULL; /* moved into the route */
+    if (req->granted_len)
+        mb->puts_pool++;
+    else
+        mb->puts_started++;
     bool persist = p->persist_to_ssd;
     route *old = route_table_replace(&m->routes, r);
     route_ref(r); /* publishing may evict it */
@@ -286,7 +306,8 @@ void master_on_put_done(master *m, member *mb, net_conn *c, const frame_hdr *h, 
          * new one: a crash in between leaves one of the two indexed. */
         master_index_wait_then(m, w, send_put_drops, d);
     } else {
-        drop_old_and_answer(m, w, old, r->key, r->klen, mb->node_id, c, h);
+        drop_old_and_answer(m, w, old, r->key, r->klen, mb->node_id, c, h,
+                            req->granted_len ? &r->pid : NULL);
     }
     if (persist) /* after the answer: the public put does not wait for the SSD */
         master_ssd_persist(m, r->key, r->klen, r->pid, target->node_id, target_alloc);

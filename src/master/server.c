@@ -93,6 +93,9 @@ static void on_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     case MSG_PUT_DONE:
         master_on_put_done(m, mb, c, h, (Fx__PutDoneReq *)msg);
         break;
+    case MSG_PUT_GRANT:
+        master_on_put_grant(m, mb, c, h, (Fx__PutGrantReq *)msg);
+        break;
     case MSG_PUT_REVOKE:
         master_on_put_revoke(m, mb, c, h, (Fx__PutRevokeReq *)msg);
         break;

@@ -42,6 +42,7 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     ENTRY(MSG_RECOVERY_REPORT, "RecoveryReport", recovery_report),
     ENTRY(MSG_BATCH_KEY_INFO, "BatchKeyInfo", batch_key_info),
     ENTRY(MSG_BATCH_DELETE, "BatchDelete", batch_delete),
+    ENTRY(MSG_PUT_GRANT, "PutGrant", put_grant),
     ENTRY(MSG_EXT_HELLO, "ExternalHello", external_hello),
     ENTRY(MSG_EXT_PUT_START, "ExternalPutStart", external_put_start),
     ENTRY(MSG_EXT_PUT_TRANSFER_END, "ExternalPutTransferEnd", external_put_transfer_end),
@@ -60,6 +61,7 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     ENTRY(MSG_EXT_BATCH_GET, "ExternalBatchGet", external_batch_get),
     [MSG_EXT_BATCH_DELETE] = {"ExternalBatchDelete", &fx__batch_delete_req__descriptor,
                               &fx__batch_delete_resp__descriptor},
+    ENTRY(MSG_EXT_PUT, "ExternalPut", external_put),
 };
 
 const ProtobufCMessageDescriptor *msg_descriptor(uint16_t type, bool response)

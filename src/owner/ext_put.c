@@ -14,6 +14,16 @@
  * that closes with puts started and not ended has them revoked. PutStart,
  * PutDone and an abort's PutRevoke wait for a lost master (master_wait.c);
  * the one-way PutRevokes are dropped while there is none.
+ *
+ * ExternalPut carries a whole small value in one call: the owner writes it
+ * into the range itself and goes on as ExternalPutTransferEnd does, so the
+ * client waits one round trip, not two. Without options it takes the range
+ * from the put pool (put_pool.c) when that holds a grant of the value's size:
+ * no PutStart, and PutDone names the grant (granted_len) and learns the
+ * put_id the master installed the put under. The pool's put is unknown to
+ * the master until PutDone, for the one round trip that takes;
+ * ExternalPutStart, whose external may hold its range for long, always
+ * starts at the master, so that reject_if_inflight_same_key sees it.
  */
 #include "owner/extcall.h"
 
@@ -24,6 +34,7 @@
 #include "common/memdup.h"
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dataplane.h"
+#include "owner/put_pool.h"
 
 #define PUSH_TIMEOUT_MS 30000u
 
@@ -53,17 +64,33 @@ static void put_call_free(ext_call *x)
     ext_call_free(x);
 }
 
-static void send_revoke(owner *o, const char *key, size_t klen, uint64_t time_ms, uint32_t version)
+/* The key p's PutRevoke names: a grant of the pool has none at the master. */
+static ProtobufCBinaryData revoke_key(const ext_put *p)
+{
+    if (p->pooled)
+        return (ProtobufCBinaryData){.len = 0, .data = NULL};
+    return (ProtobufCBinaryData){.len = p->klen, .data = (uint8_t *)p->key};
+}
+
+static void send_revoke(owner *o, const ext_put *p)
 {
     if (!o->mrpc)
         return;
     Fx__PutRevokeReq rv = FX__PUT_REVOKE_REQ__INIT;
     Fx__PutId pid = FX__PUT_ID__INIT;
-    pid.time_ms = time_ms;
-    pid.version = version;
-    rv.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
+    pid.time_ms = p->time_ms;
+    pid.version = p->version;
+    rv.key = revoke_key(p);
     rv.put_id = &pid;
     rpc_notify(o->mrpc, MSG_PUT_REVOKE, &rv.base);
+}
+
+/* The same for a plan we could not take on (no ext_put made of it). */
+static void send_plan_revoke(owner *o, const ext_call *x, const Fx__PutId *pid)
+{
+    ext_put p = {.key = x->key, .klen = x->klen, .time_ms = pid->time_ms,
+                 .version = pid->version};
+    send_revoke(o, &p);
 }
 
 /* The started put a PutStart plan describes, or NULL when the plan is not one
@@ -92,35 +119,39 @@ static ext_put *put_from_plan(owner *o, ext_call *x, const Fx__PutStartResp *r)
         free(p);
         return NULL;
     }
-    p->key = x->key; /* moved */
+    if (!(p->key = fx_memdup(x->key, x->klen))) {
+        ext_put_free(p);
+        return NULL;
+    }
     p->klen = x->klen;
-    x->key = NULL;
     return p;
 }
 
-static void on_put_start_resp(int status, ProtobufCMessage *msg, void *ud)
+/* The started put a grant of the pool gives x, or NULL when out of memory
+ * (the grant then goes back). */
+static ext_put *put_from_grant(owner *o, ext_call *x, const put_grant *g)
 {
-    ext_call *x = ud;
-    owner *o = x->o;
-    if (ext_forward_failure(x, status, msg, "PutStart"))
-        goto out;
-    Fx__PutStartResp *r = (Fx__PutStartResp *)msg;
-    ext_put *p = put_from_plan(o, x, r);
-    if (!p || !net_conn_is_open(x->conn)) {
-        if (!p)
-            FX_LOG(ERROR, "master sent a put plan this owner cannot carry out (source %llu+%llu, "
-                          "target node %u); revoking",
-                   (unsigned long long)r->src_offset, (unsigned long long)x->len,
-                   r->target_node_id);
-        if (r->put_id)
-            send_revoke(o, p ? p->key : x->key, p ? p->klen : x->klen, r->put_id->time_ms,
-                        r->put_id->version);
-        if (!p && net_conn_is_open(x->conn))
-            net_reply_error(x->conn, &x->hdr, FX_EPROTO, "invalid put plan from the master");
-        if (p)
-            ext_put_free(p);
-        goto out;
+    ext_put *p = calloc(1, sizeof *p);
+    if (!p || !(p->key = fx_memdup(x->key, x->klen))) {
+        free(p);
+        owner_put_pool_revoke(o, g);
+        return NULL;
     }
+    p->klen = x->klen;
+    p->time_ms = g->time_ms;
+    p->version = g->version;
+    p->offset = g->offset;
+    p->len = x->len;
+    p->pooled = true;
+    return p;
+}
+
+static void commit_put(ext_call *x);
+
+/* The external writes p's range from now on: the put is started, tied to
+ * its connection, and the external learns where to write. */
+static void put_started(owner *o, ext_call *x, ext_put *p, const Fx__PutId *pid)
+{
     ext_conn *ec = net_conn_data(x->conn);
     DL_APPEND(ec->puts, p);
     DL_APPEND2(o->started_puts, p, o_prev, o_next);
@@ -128,21 +159,129 @@ static void on_put_start_resp(int status, ProtobufCMessage *msg, void *ud)
      * it held (an eviction the master has not told us of yet) is gone. */
     owner_index_writing(o, p->offset, p->len);
     Fx__ExternalPutStartResp resp = FX__EXTERNAL_PUT_START_RESP__INIT;
-    resp.put_id = r->put_id;
+    resp.put_id = (Fx__PutId *)pid;
     resp.offset = p->offset;
     net_reply(x->conn, &x->hdr, &resp.base);
+}
+
+/* ExternalPut: the owner writes the value the request carried into p's
+ * range and commits it; x's answer comes when PutDone did. */
+static void put_inline(owner *o, ext_call *x, ext_put *p, const void *value)
+{
+    owner_index_writing(o, p->offset, p->len);
+    if (p->len)
+        memcpy((uint8_t *)o->seg.base + p->offset, value, p->len);
+    free(x->value);
+    x->value = NULL;
+    x->put = p;
+    commit_put(x);
+}
+
+static void on_put_start_resp(int status, ProtobufCMessage *msg, void *ud)
+{
+    ext_call *x = ud;
+    owner *o = x->o;
+    bool inline_value = x->hdr.type == MSG_EXT_PUT;
+    if (ext_forward_failure(x, status, msg, "PutStart"))
+        goto out;
+    Fx__PutStartResp *r = (Fx__PutStartResp *)msg;
+    ext_put *p = put_from_plan(o, x, r);
+    /* An ExternalPut goes on without its connection: the value is here. */
+    if (!p || (!inline_value && !net_conn_is_open(x->conn))) {
+        if (!p)
+            FX_LOG(ERROR, "master sent a put plan this owner cannot carry out (source %llu+%llu, "
+                          "target node %u); revoking",
+                   (unsigned long long)r->src_offset, (unsigned long long)x->len,
+                   r->target_node_id);
+        if (r->put_id)
+            send_plan_revoke(o, x, r->put_id);
+        if (!p && net_conn_is_open(x->conn))
+            net_reply_error(x->conn, &x->hdr, FX_EPROTO, "invalid put plan from the master");
+        if (p)
+            ext_put_free(p);
+        goto out;
+    }
+    if (inline_value) {
+        put_inline(o, x, p, x->value); /* x goes with the put */
+        return;
+    }
+    put_started(o, x, p, r->put_id);
 out:
-    ext_call_free(x);
+    put_call_free(x);
+}
+
+/* Checks a put's key and length; false when the external has its answer. */
+static bool put_request_ok(owner *o, net_conn *c, const frame_hdr *h,
+                           const ProtobufCBinaryData *key, uint64_t len)
+{
+    if (!ext_valid_key(c, h, key))
+        return false;
+    if (len > o->seg.size) {
+        net_reply_error(c, h, FX_ENOSPC, "value of %llu bytes is larger than the segment "
+                        "(%llu bytes)", (unsigned long long)len, (unsigned long long)o->seg.size);
+        return false;
+    }
+    return true;
+}
+
+static bool has_options(const Fx__PutOptions *opt)
+{
+    return opt && (opt->lease_id || opt->reject_if_exists || opt->reject_if_inflight_same_key);
+}
+
+/* A started put from a grant of the pool for x, when the put has no options
+ * and the pool holds one of its size; else NULL (*oom when that was for want
+ * of memory: x is answered then). */
+static ext_put *start_from_pool(owner *o, ext_call *x, const Fx__PutOptions *opt, bool *oom)
+{
+    put_grant g;
+    *oom = false;
+    if (has_options(opt) || !owner_put_pool_take(o, x->len, &g))
+        return NULL;
+    ext_put *p = put_from_grant(o, x, &g);
+    if (!p) {
+        *oom = true;
+        net_reply_error(x->conn, &x->hdr, FX_ENOMEM, "out of memory");
+    }
+    return p;
+}
+
+/* Asks the master for x's plan; on_put_start_resp goes on with x. */
+static void start_from_master(owner *o, ext_call *x, const Fx__PutOptions *opt)
+{
+    Fx__PutStartReq ps = FX__PUT_START_REQ__INIT;
+    ps.key = (ProtobufCBinaryData){.len = x->klen, .data = (uint8_t *)x->key};
+    ps.len = x->len;
+    ps.source_node_id = o->node_id;
+    ps.options = (Fx__PutOptions *)opt; /* lease and reject_* go to the master as given */
+    int r = owner_master_call(o, MSG_PUT_START, &ps.base, on_put_start_resp, x);
+    if (r < 0)
+        on_put_start_resp(r, NULL, x);
 }
 
 void ext_on_put_start(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPutStartReq *req)
 {
-    if (!ext_valid_key(ec->conn, h, &req->key))
+    if (!put_request_ok(o, ec->conn, h, &req->key, req->len))
         return;
-    if (req->len > o->seg.size) {
-        net_reply_error(ec->conn, h, FX_ENOSPC,
-                        "value of %llu bytes is larger than the segment (%llu bytes)",
-                        (unsigned long long)req->len, (unsigned long long)o->seg.size);
+    ext_call *x = ext_call_new(o, ec->conn, h, req->key.data, req->key.len);
+    if (!x) {
+        net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
+        return;
+    }
+    x->len = req->len;
+    /* Never from the pool: the external may hold the range for long, and
+     * the master must know the key meanwhile (reject_if_inflight_same_key). */
+    start_from_master(o, x, req->options);
+}
+
+void ext_on_put(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPutReq *req)
+{
+    if (!put_request_ok(o, ec->conn, h, &req->key, req->value.len))
+        return;
+    if (req->value.len > FX_PUT_INLINE_MAX) {
+        net_reply_error(ec->conn, h, FX_EINVAL, "ExternalPut of %zu bytes: at most %u bytes "
+                        "travel in the request (use ExternalPutStart)", req->value.len,
+                        (unsigned)FX_PUT_INLINE_MAX);
         return;
     }
     ext_call *x = ext_call_new(o, ec->conn, h, req->key.data, req->key.len);
@@ -150,15 +289,23 @@ void ext_on_put_start(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPu
         net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
         return;
     }
-    x->len = req->len;
-    Fx__PutStartReq ps = FX__PUT_START_REQ__INIT;
-    ps.key = req->key;
-    ps.len = req->len;
-    ps.source_node_id = o->node_id;
-    ps.options = req->options; /* lease and reject_* options go to the master as given */
-    int r = owner_master_call(o, MSG_PUT_START, &ps.base, on_put_start_resp, x);
-    if (r < 0)
-        on_put_start_resp(r, NULL, x);
+    x->len = req->value.len;
+    bool oom;
+    ext_put *p = start_from_pool(o, x, req->options, &oom);
+    if (p) {
+        put_inline(o, x, p, req->value.data);
+        return;
+    }
+    /* The plan comes later: the value waits with the request. */
+    if (!oom && x->len && !(x->value = fx_memdup(req->value.data, x->len))) {
+        oom = true;
+        net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
+    }
+    if (oom) {
+        put_call_free(x);
+        return;
+    }
+    start_from_master(o, x, req->options);
 }
 
 static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
@@ -182,14 +329,24 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
     if (!ext_forward_failure(x, status, msg, "PutDone")) {
         /* Published: our index learns it before our client does. Superseded
          * (a newer put of the key completed first): nothing to index. */
-        bool superseded = !p->aborting && ((Fx__PutDoneResp *)msg)->superseded;
-        if (!p->aborting && !superseded)
+        const Fx__PutDoneResp *done = p->aborting ? NULL : (const Fx__PutDoneResp *)msg;
+        bool superseded = done && done->superseded;
+        if (done && p->pooled && done->put_id) { /* the put_id it was installed under */
+            p->time_ms = done->put_id->time_ms;
+            p->version = done->put_id->version;
+        }
+        if (done && !superseded)
             owner_index_put_done(x->o, p->key, p->klen, p->time_ms, p->version, !p->remote,
                                  p->offset, p->len);
-        if (net_conn_is_open(x->conn))
-            net_reply(x->conn, &x->hdr,
-                      &((Fx__ExternalPutTransferEndResp)FX__EXTERNAL_PUT_TRANSFER_END_RESP__INIT)
-                           .base);
+        if (net_conn_is_open(x->conn)) {
+            if (x->hdr.type == MSG_EXT_PUT)
+                net_reply(x->conn, &x->hdr,
+                          &((Fx__ExternalPutResp)FX__EXTERNAL_PUT_RESP__INIT).base);
+            else
+                net_reply(x->conn, &x->hdr, &((Fx__ExternalPutTransferEndResp)
+                                                  FX__EXTERNAL_PUT_TRANSFER_END_RESP__INIT)
+                                                 .base);
+        }
     }
     put_call_free(x);
 }
@@ -202,18 +359,18 @@ static void finish_put(ext_call *x, bool abort)
     Fx__PutId pid = FX__PUT_ID__INIT;
     pid.time_ms = p->time_ms;
     pid.version = p->version;
-    ProtobufCBinaryData key = {.len = p->klen, .data = (uint8_t *)p->key};
     int r;
     p->aborting = abort;
     if (abort) {
         Fx__PutRevokeReq rv = FX__PUT_REVOKE_REQ__INIT;
-        rv.key = key;
+        rv.key = revoke_key(p);
         rv.put_id = &pid;
         r = owner_master_call(o, MSG_PUT_REVOKE, &rv.base, on_put_end_resp, x);
     } else {
         Fx__PutDoneReq pd = FX__PUT_DONE_REQ__INIT;
-        pd.key = key;
+        pd.key = (ProtobufCBinaryData){.len = p->klen, .data = (uint8_t *)p->key};
         pd.put_id = &pid;
+        pd.granted_len = p->pooled ? p->len : 0; /* >= 1: the pool takes no empty value */
         r = owner_master_call(o, MSG_PUT_DONE, &pd.base, on_put_end_resp, x);
     }
     if (r < 0)
@@ -230,7 +387,7 @@ static void on_push_done(int status, const char *detail, void *ud)
     ext_put *p = x->put;
     FX_LOG(WARN, "push of a %llu-byte value to node %u (%s) failed: %s; revoking the put",
            (unsigned long long)p->len, p->target_node, p->target_addr, detail);
-    send_revoke(x->o, p->key, p->klen, p->time_ms, p->version);
+    send_revoke(x->o, p);
     if (net_conn_is_open(x->conn))
         net_reply_error(x->conn, &x->hdr, status, "put: transfer to owner %u failed: %s",
                         p->target_node, detail);
@@ -255,19 +412,30 @@ void ext_on_put_transfer_end(owner *o, ext_conn *ec, const frame_hdr *h,
     put_ended(o, p);
     ext_call *x = ext_call_new(o, ec->conn, h, p->key, p->klen);
     if (!x) {
-        send_revoke(o, p->key, p->klen, p->time_ms, p->version);
+        send_revoke(o, p);
         ext_put_free(p);
         net_reply_error(ec->conn, h, FX_ENOMEM, "out of memory");
         return;
     }
     x->put = p;
-    if (req->abort || !p->remote) {
-        /* Local placement: the external wrote straight into the target. */
-        finish_put(x, req->abort);
+    if (req->abort)
+        finish_put(x, true);
+    else
+        commit_put(x);
+}
+
+/* The value is in x->put's range: push it to a remote target first, then
+ * PutDone. */
+static void commit_put(ext_call *x)
+{
+    ext_put *p = x->put;
+    if (!p->remote) {
+        /* Local placement: the value was written straight into the target. */
+        finish_put(x, false);
         return;
     }
-    int r = dp_transfer(o->dp, p->target_node, p->target_addr, false, p->offset, p->target_offset,
-                        p->len, PUSH_TIMEOUT_MS, on_push_done, x);
+    int r = dp_transfer(x->o->dp, p->target_node, p->target_addr, false, p->offset,
+                        p->target_offset, p->len, PUSH_TIMEOUT_MS, on_push_done, x);
     if (r < 0)
         on_push_done(FX_ECONN, "cannot start the data-plane transfer", x);
 }
@@ -278,7 +446,7 @@ void ext_revoke_started_puts(owner *o, ext_conn *ec)
     DL_FOREACH_SAFE(ec->puts, p, tmp) {
         DL_DELETE(ec->puts, p);
         put_ended(o, p);
-        send_revoke(o, p->key, p->klen, p->time_ms, p->version);
+        send_revoke(o, p);
         ext_put_free(p);
     }
 }

@@ -286,6 +286,9 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     case MSG_EXT_PUT_START:
         ext_on_put_start(o, ec, h, (Fx__ExternalPutStartReq *)msg);
         break;
+    case MSG_EXT_PUT:
+        ext_on_put(o, ec, h, (Fx__ExternalPutReq *)msg);
+        break;
     case MSG_EXT_PUT_TRANSFER_END:
         ext_on_put_transfer_end(o, ec, h, (Fx__ExternalPutTransferEndReq *)msg);
         break;

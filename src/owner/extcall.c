@@ -39,6 +39,7 @@ void ext_call_free(ext_call *x)
 {
     net_conn_unref(x->conn);
     free(x->key);
+    free(x->value);
     free(x);
 }
 

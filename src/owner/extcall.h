@@ -25,6 +25,7 @@ typedef struct ext_call {
     size_t klen;
     uint64_t len;
     ext_put *put; /* ExternalPutTransferEnd: the put being finished (ext_put.c's to free) */
+    uint8_t *value; /* ExternalPut: its value until written into the put's range */
 } ext_call;
 
 /* extcall.c */
@@ -50,6 +51,7 @@ bool ext_valid_key(net_conn *c, const frame_hdr *h, const ProtobufCBinaryData *k
 void ext_on_put_start(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPutStartReq *req);
 void ext_on_put_transfer_end(owner *o, ext_conn *ec, const frame_hdr *h,
                              Fx__ExternalPutTransferEndReq *req);
+void ext_on_put(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPutReq *req);
 /* Revokes the puts a closed connection started and never ended. */
 void ext_revoke_started_puts(owner *o, ext_conn *ec);
 

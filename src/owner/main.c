@@ -9,7 +9,7 @@
  *                [--large-limit-size S1,S2] [--log-level LEVEL]
  *                [--max-client-connections N] [--max-peer-connections N]
  *                [--handshake-timeout DUR] [--receive-buffer-budget SIZE]
- *                [--master-wait DUR]
+ *                [--master-wait DUR] [--put-pool-size SIZE]
  *
  * Every YAML key can be given as a flag; flags override the file. Bad values
  * are startup errors naming the key, exit code 2; so is an SSD tier
@@ -33,6 +33,7 @@
 #include "net/unix_path.h"
 #include "owner/dataplane/dataplane.h"
 #include "owner/owner.h"
+#include "owner/put_pool.h"
 #include "owner/replica_index.h"
 #include "owner/ssd_tier.h"
 
@@ -46,7 +47,7 @@ static void usage(FILE *f)
                "                    [--log-level LEVEL]\n"
                "                    [--max-client-connections N] [--max-peer-connections N]\n"
                "                    [--handshake-timeout DURATION] [--receive-buffer-budget SIZE]\n"
-               "                    [--master-wait DURATION]\n");
+               "                    [--master-wait DURATION] [--put-pool-size SIZE]\n");
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -104,6 +105,7 @@ int main(int argc, char **argv)
         {"handshake-timeout", required_argument, 0, 'T'},
         {"receive-buffer-budget", required_argument, 0, 'R'},
         {"master-wait", required_argument, 0, 'W'},
+        {"put-pool-size", required_argument, 0, 'G'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
     };
@@ -115,6 +117,7 @@ int main(int argc, char **argv)
         ['H'] = "fluxonkv_spec.use_hugepages", ['D'] = "data_listen", ['A'] = "data_advertise",
         ['X'] = "max_client_connections", ['Y'] = "max_peer_connections",
         ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget", ['W'] = "master_wait",
+        ['G'] = "fluxonkv_spec.put_pool_size",
     };
     fx_log_init("owner");
     signal(SIGPIPE, SIG_IGN);
@@ -218,7 +221,7 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    if (owner_master_wait_init(&o) < 0) {
+    if (owner_master_wait_init(&o) < 0 || owner_put_pool_init(&o) < 0) {
         fprintf(stderr, "fluxon-owner: out of memory\n");
         rc = 1;
         goto out;
@@ -271,8 +274,10 @@ int main(int argc, char **argv)
     uv_loop_close(o.loop);
     segment_destroy(&o.seg);
     owner_holder_ack_free(&o);
+    owner_put_pool_free(&o);
     rc = o.exit_code;
 out:
+    owner_put_pool_free(&o); /* a startup failure after it was made (NULL-safe) */
     ssd_tier_close(&o); /* a startup failure after the tier opened */
     replica_index_free(o.index);
     owner_config_free(&o.cfg);

@@ -44,6 +44,7 @@
 #include "net/handshake.h"
 #include "fluxon/fluxon.h"
 #include "owner/dataplane/dataplane.h"
+#include "owner/put_pool.h"
 #include "owner/ssd_tier.h"
 
 /* Before the first registration: a retry every CONNECT_RETRY_MS, for
@@ -89,6 +90,7 @@ static void on_heartbeat_timer(uv_timer_t *t)
     ssd_tier_usage(o, &req.ssd_capacity, &req.ssd_used);
     req.ssd_errors = ssd_tier_report_errors(o);
     rpc_call(o->mrpc, MSG_HEARTBEAT, &req.base, OWNER_RPC_TIMEOUT_MS, on_heartbeat_resp, o);
+    owner_put_pool_tick(o); /* grants past their use-by time go back */
 }
 
 static void on_connect_retry(uv_timer_t *t);

@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "fluxon/fluxon.h"
 #include "net/msg.h"
+#include "owner/put_pool.h"
 
 /* Queued calls at most, and their bodies' bytes at most: a single key is at
  * most 4 KiB, but a batch (BatchKeyInfo) may carry 4 MiB of keys. */
@@ -229,4 +230,5 @@ void owner_master_lost(owner *o)
     o->master_ready = false;
     o->master_epoch++;
     owner_holder_ack_drop(o); /* ids of the old master's holdings mean nothing to the next */
+    owner_put_pool_master_lost(o); /* and neither do its grants */
 }

@@ -77,6 +77,7 @@ typedef struct ext_put {
     uint64_t target_offset;
     char *target_addr; /* the target owner's data plane, "host:port" */
     bool aborting;     /* PutRevoke sent rather than PutDone */
+    bool pooled;       /* started from a grant of the put pool: time_ms/version name it */
     memory_info *pin;  /* recovery_report.c: keeps the range from a new master */
     struct ext_put *prev, *next;
     struct ext_put *o_prev, *o_next; /* owner.started_puts */
@@ -184,6 +185,7 @@ typedef struct owner {
     uint64_t hits_memory, hits_ssd, misses;
     struct replica_index *index; /* what this owner holds (replica_index.h, index_ops.c) */
     ext_put *started_puts; /* every put between PutStart's answer and TransferEnd */
+    struct put_pool *put_pool; /* put_pool.c: grants for puts that skip PutStart */
     uint64_t report_gen;   /* recovery_report.c: the number of the last report */
     struct {
         uint64_t time_ms;

@@ -39,6 +39,7 @@ static const struct cfg_key owner_keys[] = {
     {"master_wait", CK_DURATION, OWNER_F(master_wait_ms), 0, 1, NULL},
     {"fluxonkv_spec", CK_MAP, 0, 0, 0, NULL},
     {"fluxonkv_spec.memory_size", CK_SIZE, OWNER_F(memory_size), 0, 1, NULL},
+    {"fluxonkv_spec.put_pool_size", CK_SIZE, OWNER_F(put_pool_size), 0, 0, NULL},
     {"fluxonkv_spec.client_socket", CK_STR, OWNER_F(client_socket), 0, 0, NULL},
     {"fluxonkv_spec.client_socket_mode", CK_STR_OPT, OWNER_F(client_socket_mode), 0, 0, NULL},
     {"fluxonkv_spec.client_socket_group", CK_STR_OPT, OWNER_F(client_socket_group), 0, 0, NULL},
@@ -64,6 +65,7 @@ void owner_config_init(owner_config *c)
     c->handshake_timeout_ms = 5000;
     c->receive_buffer_budget = 256ull << 20;
     c->master_wait_ms = 10000;
+    c->put_pool_size = OWNER_PUT_POOL_AUTO;
     c->prefault = true;
     c->use_hugepages = true;
 }

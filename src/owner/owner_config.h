@@ -63,6 +63,8 @@
  * handshake proves the name whole. */
 #define OWNER_NODE_NAME_MAX 63
 
+#define OWNER_PUT_POOL_AUTO UINT64_MAX
+
 typedef struct owner_config {
     char *cluster_name;     /* default "fluxon" */
     char *master;           /* "host:port", required */
@@ -78,6 +80,8 @@ typedef struct owner_config {
     uint64_t receive_buffer_budget;  /* default 256 MiB, > 0 */
     uint64_t master_wait_ms;         /* default 10000, > 0 (master_wait.c) */
     uint64_t memory_size;   /* required, > 0 */
+    uint64_t put_pool_size; /* bytes of put grants held (put_pool.c); 0: no pool;
+                             * OWNER_PUT_POOL_AUTO: memory_size / 32, at most 8 MiB */
     char *client_socket;    /* required */
     char *client_socket_mode;  /* octal permission bits of the socket, NULL: "0600" */
     char *client_socket_group; /* group given the socket, NULL: the owner's own */
