@@ -3,7 +3,12 @@
  * fx_batch_put_iov): two round trips on one pooled connection whatever the
  * number of keys.
  *
- * Round trip 1 sends every ExternalPutStart in one write (each with the
+ * A batch whose values are all small (FX_PUT_INLINE_MAX each, BATCH_INLINE_MAX
+ * in all) takes one round trip: every ExternalPut, value included, in one
+ * write (put_inline); the owner writes each into its range and commits it.
+ * Gathered iovecs are joined into one buffer first.
+ *
+ * Otherwise round trip 1 sends every ExternalPutStart in one write (each with the
  * batch's options: reject_if_exists, lease_id, reject_if_inflight_same_key);
  * the owner works on all of them at once and answers each with its staging
  * range. Each value is then copied once, straight from its source into its
@@ -19,6 +24,8 @@
 
 #include "client/client.h"
 #include "client/put_copy.h"
+
+#define BATCH_INLINE_MAX (8u << 20)
 
 /* Key i's value length from src, or FX_EINVAL (with the detail) when its
  * source is NULL where bytes are due or its iovecs add up past SIZE_MAX. */
@@ -59,6 +66,62 @@ static void source_copy(put_copy *pc, uint8_t *dst, const put_source *src, size_
     }
 }
 
+/* The batch in one round trip: the m keys slot[] names (their results set to
+ * FX_ECONN until answered), values of vlen[] bytes, total bytes in all.
+ * Returns 0 or the batch's own error. */
+static int put_inline(fx_client *c, const char *const *keys, const size_t *klens,
+                      const put_source *src, const Fx__PutOptions *opts, int *results,
+                      const size_t *slot, size_t m, const size_t *vlen, size_t total)
+{
+    int err = 0;
+    Fx__ExternalPutReq *reqs = malloc(m * sizeof *reqs);
+    const ProtobufCMessage **rp = malloc(m * sizeof *rp);
+    ProtobufCMessage **resps = calloc(m, sizeof *resps);
+    uint8_t *joined = src->vals ? NULL : malloc(total ? total : 1);
+    xconn *x = NULL;
+    if (!reqs || !rp || !resps || (!src->vals && !joined)) {
+        err = client_fail(FX_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t at = 0;
+    for (size_t j = 0; j < m; j++) {
+        size_t i = slot[j];
+        fx__external_put_req__init(&reqs[j]);
+        reqs[j].key = (ProtobufCBinaryData){.len = klens[i], .data = (uint8_t *)keys[i]};
+        reqs[j].options = (Fx__PutOptions *)opts;
+        const uint8_t *val = src->vals ? src->vals[i] : joined + at;
+        if (!src->vals) {
+            for (size_t k = 0; k < src->iovcnts[i]; k++) {
+                if (src->iovs[i][k].iov_len)
+                    memcpy(joined + at, src->iovs[i][k].iov_base, src->iovs[i][k].iov_len);
+                at += src->iovs[i][k].iov_len;
+            }
+        }
+        reqs[j].value = (ProtobufCBinaryData){.len = vlen[i], .data = (uint8_t *)val};
+        rp[j] = &reqs[j].base;
+    }
+    x = client_conn_get(c, &err);
+    if (!x)
+        goto out;
+    err = client_call_many(c, x, MSG_EXT_PUT, m, rp, resps);
+    for (size_t j = 0; j < m && !err; j++) {
+        size_t i = slot[j];
+        results[i] = msg_status(resps[j]);
+        if (results[i])
+            client_fail(results[i], "key %zu: %s", i, msg_detail(resps[j]));
+    }
+    for (size_t j = 0; j < m; j++)
+        msg_free(resps[j]);
+out:
+    if (x)
+        client_conn_put(c, x, err != 0);
+    free(reqs);
+    free(rp);
+    free(resps);
+    free(joined);
+    return err;
+}
+
 int client_batch_put(fx_client *c, size_t n, const char *const *keys, const size_t *klens,
                      const put_source *src, const fx_put_options *opts, int *results)
 {
@@ -84,12 +147,18 @@ int client_batch_put(fx_client *c, size_t n, const char *const *keys, const size
         wire_opts.reject_if_exists = opts->reject_if_exists != 0;
         wire_opts.reject_if_inflight_same_key = opts->reject_if_inflight_same_key != 0;
     }
+    size_t small_total = 0;
+    bool all_small = true;
     for (size_t i = 0; i < n; i++) {
         results[i] = client_check_key(keys[i], klens[i]);
         if (!results[i])
             results[i] = source_len(src, i, &vlen[i]);
         if (results[i])
             continue;
+        all_small = all_small && vlen[i] <= FX_PUT_INLINE_MAX &&
+                    vlen[i] <= BATCH_INLINE_MAX - small_total;
+        if (all_small)
+            small_total += vlen[i];
         results[i] = FX_ECONN; /* until its end is answered */
         fx__external_put_start_req__init(&starts[m]);
         starts[m].key = (ProtobufCBinaryData){.len = klens[i], .data = (uint8_t *)keys[i]};
@@ -101,6 +170,11 @@ int client_batch_put(fx_client *c, size_t n, const char *const *keys, const size
     }
     if (!m)
         goto out;
+    if (all_small) {
+        err = put_inline(c, keys, klens, src, opts ? &wire_opts : NULL, results, slot, m, vlen,
+                         small_total);
+        goto out;
+    }
     /* Round trip 1: every start. Copy each value into its staging range. */
     x = client_conn_get(c, &err);
     if (!x)
