@@ -11,9 +11,10 @@
  *
  * Fluxon: one master and one owner (`--placement local`, a 256 MiB segment);
  * each client thread has its own fx_client on owner 0's socket and calls
- * fx_put, or fx_get + fx_holder_release. memcached (/usr/bin/memcached,
- * started here: -t 4 -m 1024 -U 0, RAM only, on a free loopback port): each
- * client thread has one blocking TCP connection (TCP_NODELAY) and speaks the
+ * fx_put (fx_put_nowait in the "nowait" rows), or fx_get + fx_holder_release.
+ * memcached (/usr/bin/memcached, started here: -t 4 -m 1024 -U 0, RAM only,
+ * on a free loopback port): each client thread has one blocking TCP
+ * connection (TCP_NODELAY) and speaks the
  * plain text protocol, `set` answered STORED and `get` answered VALUE/END
  * (bench/pressure/netio.c does the socket I/O). Every row works on KEYS keys
  * of its own, written once before any timing (gets then always hit, puts
@@ -65,7 +66,9 @@
 
 static const char *const prog = "fx_bench_small";
 
-enum op { OP_GET, OP_PUT };
+enum op { OP_GET, OP_PUT, OP_PUT_NOWAIT };
+
+static bool is_put(enum op op) { return op != OP_GET; }
 enum sys { SYS_FX, SYS_MC, NSYS };
 
 typedef struct row_spec {
@@ -80,6 +83,12 @@ static const row_spec row_specs[] = {
     {"get 4KiB x1", OP_GET, 4096, 1, 1.5}, {"get 4KiB x2", OP_GET, 4096, 2, 1.0},
     {"put 4KiB x1", OP_PUT, 4096, 1, 1.0}, {"put 4KiB x2", OP_PUT, 4096, 2, 1.0},
     {"put 64KiB x1", OP_PUT, 65536, 1, 1.5}, {"put 64KiB x2", OP_PUT, 65536, 2, 1.5},
+    /* The opt-in fx_put_nowait (no wait for the master's answer) against the
+     * same memcached set. */
+    {"nowait 4KiB x1", OP_PUT_NOWAIT, 4096, 1, 1.0},
+    {"nowait 4KiB x2", OP_PUT_NOWAIT, 4096, 2, 1.0},
+    {"nowait 64KiB x1", OP_PUT_NOWAIT, 65536, 1, 1.5},
+    {"nowait 64KiB x2", OP_PUT_NOWAIT, 65536, 2, 1.5},
 };
 #define NROWS ((int)(sizeof row_specs / sizeof row_specs[0]))
 
@@ -133,14 +142,16 @@ static int fx_op(worker *w, const char *key, size_t klen, int idx)
 {
     fx_client *c = w->b->fx[w->t];
     fx_holder *h = NULL;
-    int r = w->op == OP_PUT ? fx_put(c, key, klen, w->b->value[w->t], w->size)
-                            : fx_get(c, key, klen, &h);
+    int r = w->op == OP_PUT          ? fx_put(c, key, klen, w->b->value[w->t], w->size)
+            : w->op == OP_PUT_NOWAIT ? fx_put_nowait(c, key, klen, w->b->value[w->t], w->size)
+                                     : fx_get(c, key, klen, &h);
     if (r) {
-        snprintf(w->err, sizeof w->err, "%s %s: %s (%s)", w->op == OP_PUT ? "fx_put" : "fx_get",
+        snprintf(w->err, sizeof w->err, "%s %s: %s (%s)",
+                 w->op == OP_GET ? "fx_get" : w->op == OP_PUT ? "fx_put" : "fx_put_nowait",
                  key, fx_strerror(r), fx_last_error_detail());
         return -1;
     }
-    if (w->op == OP_PUT)
+    if (is_put(w->op))
         return 0;
     const uint8_t *d = fx_holder_data(h);
     bool ok = fx_holder_len(h) == w->size && d[0] == stamp_first(idx) &&
@@ -177,7 +188,7 @@ static int mc_op(worker *w, const char *key, int idx)
     mc_conn *c = &w->b->mc[w->t];
     char hdr[MC_LINE_MAX], *line;
     int rc;
-    if (w->op == OP_PUT) {
+    if (is_put(w->op)) {
         int n = snprintf(hdr, sizeof hdr, "set %s 0 0 %zu\r\n", key, w->size);
         struct iovec iov[3] = {{hdr, (size_t)n}, {w->b->value[w->t], w->size}, {"\r\n", 2}};
         if ((rc = netio_sendv(c->fd, iov, 3)) < 0)
@@ -225,7 +236,7 @@ static void *worker_run(void *arg)
         int idx = (int)((j * w->nthreads + w->t) % KEYS);
         char key[32];
         int klen = snprintf(key, sizeof key, "%c%zu/%d", w->prefix, w->size, idx);
-        if (w->op == OP_PUT) {
+        if (is_put(w->op)) {
             w->b->value[w->t][0] = stamp_first(idx);
             w->b->value[w->t][w->size - 1] = stamp_last(idx);
         }

@@ -79,6 +79,20 @@ typedef struct fx_put_options {
 int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, size_t len,
                 const fx_put_options *opts);
 
+/* fx_put that does not wait for the master's answer (an opt-in: one round
+ * trip to the owner and none to the master on the caller's time). It returns
+ * once the owner has written the value into its segment and sent its commit
+ * to the master. From then on gets through the same owner (this client and
+ * every client of that owner) read the new value, since the owner's later
+ * calls reach the master after the commit; gets through other owners may
+ * read the previous value until the master has applied it (one owner-master
+ * round trip, well under a millisecond on one machine). If the master then
+ * refuses the commit (the master was lost and did not come back within the
+ * owner's master_wait, say), the owner logs it and the key keeps its
+ * previous value: 0 here means "sent", not "stored". Values larger than
+ * FX_PUT_INLINE_MAX wait for the master as fx_put does. */
+int fx_put_nowait(fx_client *c, const char *key, size_t klen, const void *val, size_t len);
+
 /* Looks key up. On success *out is a holder owned by the caller, released with
  * fx_holder_release(). FX_ENOTFOUND on a miss; *out is untouched on failure. */
 int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out);

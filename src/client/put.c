@@ -185,10 +185,11 @@ void owner_wake_ping(void *owner_wake_ctx)
 /* A small value in one round trip: ExternalPut carries it, and the owner
  * writes it into the segment and commits it. */
 static int put_inline(fx_client *c, const char *key, size_t klen, const void *val, size_t len,
-                      const fx_put_options *opts)
+                      const fx_put_options *opts, bool nowait)
 {
     client_clear_error();
     Fx__ExternalPutReq req = FX__EXTERNAL_PUT_REQ__INIT;
+    req.nowait = nowait;
     Fx__PutOptions wire_opts;
     req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     req.value = (ProtobufCBinaryData){.len = len, .data = (uint8_t *)val};
@@ -210,7 +211,7 @@ int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, siz
         return client_fail(FX_EINVAL, "value is NULL");
     }
     if (len <= FX_PUT_INLINE_MAX && c && !client_check_key(key, klen))
-        return put_inline(c, key, klen, val, len, opts);
+        return put_inline(c, key, klen, val, len, opts, false);
     fx_put_handle *p;
     int err = fx_put_begin(c, key, klen, len, opts, &p);
     if (err) {
@@ -223,6 +224,17 @@ int fx_put_opts(fx_client *c, const char *key, size_t klen, const void *val, siz
     put_copy_init(&pc, len, owner_wake_ping, &w);
     put_copy_value(&pc, p->data, val, len);
     return end_put(p, false, w.failed);
+}
+
+int fx_put_nowait(fx_client *c, const char *key, size_t klen, const void *val, size_t len)
+{
+    if (!val && len) {
+        client_clear_error();
+        return client_fail(FX_EINVAL, "value is NULL");
+    }
+    if (len <= FX_PUT_INLINE_MAX && c && !client_check_key(key, klen))
+        return put_inline(c, key, klen, val, len, NULL, true);
+    return fx_put_opts(c, key, klen, val, len, NULL); /* it waits, as documented */
 }
 
 int fx_put(fx_client *c, const char *key, size_t klen, const void *val, size_t len)

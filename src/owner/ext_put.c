@@ -24,6 +24,11 @@
  * the master until PutDone, for the one round trip that takes;
  * ExternalPutStart, whose external may hold its range for long, always
  * starts at the master, so that reject_if_inflight_same_key sees it.
+ * ExternalPut with nowait (fx_put_nowait) is answered as soon as its PutDone
+ * is on the master link, not when the master answered it: calls of ours sent
+ * after it reach the master after it, so gets through this owner see it;
+ * gets through other owners may still read the old version for that round
+ * trip, and a failure then is only logged.
  */
 #include "owner/extcall.h"
 
@@ -290,6 +295,7 @@ void ext_on_put(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPutReq *
         return;
     }
     x->len = req->value.len;
+    x->nowait = req->nowait;
     bool oom;
     ext_put *p = start_from_pool(o, x, req->options, &oom);
     if (p) {
@@ -306,6 +312,19 @@ void ext_on_put(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalPutReq *
         return;
     }
     start_from_master(o, x, req->options);
+}
+
+/* The outcome of a put whose external was answered when PutDone went out
+ * (ExternalPut with nowait): a failure can only be logged. True when the put
+ * failed. */
+static bool failed_after_answer(ext_call *x, int status, ProtobufCMessage *resp)
+{
+    int st = status ? status : msg_status(resp);
+    if (st)
+        FX_LOG(WARN, "a put that did not wait for the master (nowait, %zu-byte key) failed: "
+                     "%s%s%s", x->klen, fx_strerror(st), status ? "" : ": ",
+               status ? "" : msg_detail(resp));
+    return st != 0;
 }
 
 static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
@@ -326,7 +345,8 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
         owner_index_put_done(x->o, p->key, p->klen, p->time_ms, p->version, true, p->offset,
                              p->len);
     }
-    if (!ext_forward_failure(x, status, msg, "PutDone")) {
+    if (!(x->answered ? failed_after_answer(x, status, msg)
+                      : ext_forward_failure(x, status, msg, "PutDone"))) {
         /* Published: our index learns it before our client does. Superseded
          * (a newer put of the key completed first): nothing to index. */
         const Fx__PutDoneResp *done = p->aborting ? NULL : (const Fx__PutDoneResp *)msg;
@@ -338,7 +358,7 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
         if (done && !superseded)
             owner_index_put_done(x->o, p->key, p->klen, p->time_ms, p->version, !p->remote,
                                  p->offset, p->len);
-        if (net_conn_is_open(x->conn)) {
+        if (!x->answered && net_conn_is_open(x->conn)) {
             if (x->hdr.type == MSG_EXT_PUT)
                 net_reply(x->conn, &x->hdr,
                           &((Fx__ExternalPutResp)FX__EXTERNAL_PUT_RESP__INIT).base);
@@ -372,6 +392,15 @@ static void finish_put(ext_call *x, bool abort)
         pd.put_id = &pid;
         pd.granted_len = p->pooled ? p->len : 0; /* >= 1: the pool takes no empty value */
         r = owner_master_call(o, MSG_PUT_DONE, &pd.base, on_put_end_resp, x);
+        if (r == 0 && x->nowait && net_conn_is_open(x->conn)) {
+            /* The value is in place and its PutDone is on the link, ahead of
+             * any later call of ours: the external goes on now. Gets through
+             * this owner find the new version; this owner's cached old one
+             * goes now, not at the answer. */
+            owner_forget_key(o, x->key, x->klen);
+            net_reply(x->conn, &x->hdr, &((Fx__ExternalPutResp)FX__EXTERNAL_PUT_RESP__INIT).base);
+            x->answered = true;
+        }
     }
     if (r < 0)
         on_put_end_resp(r, NULL, x);

@@ -26,6 +26,8 @@ typedef struct ext_call {
     uint64_t len;
     ext_put *put; /* ExternalPutTransferEnd: the put being finished (ext_put.c's to free) */
     uint8_t *value; /* ExternalPut: its value until written into the put's range */
+    bool nowait;   /* ExternalPut: answer when PutDone is sent (fx_put_nowait) */
+    bool answered; /* ... and it was: the PutDone answer is not forwarded */
 } ext_call;
 
 /* extcall.c */

@@ -14,6 +14,8 @@
  *   after every key is deleted, with grants still held;
  * - an idle pool gives its grants back before their TTL (the master logs no
  *   expired grant, fluxon_put_pool_bytes falls to 0);
+ * - fx_put_nowait returns before the master answered, and the next get
+ *   through the same owner reads what it put (50 overwrites in a row);
  * - after the master is killed and restarted, puts work and the pool refills
  *   from the new master.
  * Then a cluster of two owners with placement random: the master refuses
@@ -167,6 +169,21 @@ static void local_pool(void)
     CHECK(fx_put(c, "after-idle", 10, small, sizeof small) == 0 &&
               reads(c, "after-idle", small, sizeof small),
           "a put after the idle time");
+
+    /* fx_put_nowait: answered once the commit is on the master link, so a
+     * get through the same owner that follows it reads the new value. */
+    int seen = 0;
+    for (int i = 0; i < 50; i++) {
+        memset(small, 'A' + i % 26, sizeof small);
+        snprintf(key, sizeof key, "nowait/%d", i % 10); /* each key overwritten 5 times */
+        CHECK(fx_put_nowait(c, key, strlen(key), small, sizeof small) == 0, "nowait put %d", i);
+        seen += reads(c, key, small, sizeof small);
+    }
+    CHECK(seen == 50, "every nowait put is read back by the next get (%d of 50)", seen);
+    memset(big, 'N', sizeof big);
+    CHECK(fx_put_nowait(c, "nowait-big", 10, big, sizeof big) == 0 &&
+              reads(c, "nowait-big", big, sizeof big),
+          "a nowait put past FX_PUT_INLINE_MAX waits as fx_put does");
 
     /* A new master knows none of the old grants. */
     REQUIRE(cluster_kill_master(&tc) == 0, "kill -9 the master");
