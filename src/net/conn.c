@@ -48,6 +48,7 @@
 /* A peer that leaves more than this unread in our write queue is not reading:
  * it is dropped rather than allowed to grow our memory without bound. */
 #define MAX_WRITE_QUEUE (64u << 20)
+#define MAX_CORK (1u << 20) /* answers gathered per read, at most (conn.corked) */
 
 struct net_conn {
     union {
@@ -82,6 +83,12 @@ struct net_conn {
     char auth_failure[160];        /* why the handshake failed, for the caller's message */
     struct net_listener *listener; /* that accepted it, while both are open */
     struct net_conn *lprev, *lnext;
+    /* While the frames of one read are handled, what they answer on this
+     * connection is gathered here and written once at the end: a batch of
+     * pipelined requests gets its answers in one write, not one each. */
+    bool corked;
+    uint8_t *obuf;
+    size_t olen, ocap;
 };
 
 struct net_listener {
@@ -135,6 +142,7 @@ void net_conn_unref(net_conn *c)
         return;
     if (--c->refs == 0) {
         free(c->rbuf);
+        free(c->obuf);
         if (c->hs) {
             handshake_wipe(c->hs);
             free(c->hs);
@@ -166,11 +174,37 @@ static void on_deadline_closed(uv_handle_t *h)
     net_conn_unref(h->data);
 }
 
+/* Writes what the connection gathered while corked (best effort when it is
+ * closing: uv_close cancels what could not be written at once). */
+static int write_owned(net_conn *c, uint8_t *buf, size_t len);
+static void uncork(net_conn *c)
+{
+    c->corked = false;
+    if (!c->olen)
+        return;
+    uint8_t *buf = c->obuf;
+    size_t len = c->olen;
+    c->obuf = NULL;
+    c->olen = c->ocap = 0;
+    if (!c->closing) {
+        write_owned(c, buf, len);
+        return;
+    }
+    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    uv_try_write(&c->h.stream, &b, 1);
+    free(buf);
+}
+
 void net_conn_close(net_conn *c)
 {
     if (!c || c->closing)
         return;
     bool handshaking = c->open && c->connect_pending;
+    if (c->olen) { /* the answers gathered so far go before the close */
+        c->closing = true;
+        uncork(c);
+        c->closing = false;
+    }
     c->closing = true;
     c->open = false;
     if (handshaking) /* a client closed while its handshake ran */
@@ -328,6 +362,7 @@ static bool dispatch_frames(net_conn *c)
     size_t pos = 0;
     bool ok = true;
     net_conn_ref(c);
+    c->corked = true;
     while (c->open) {
         frame_hdr h;
         int r = frame_parse(c->rbuf + pos, c->rlen - pos, c->max_body, &h);
@@ -373,6 +408,8 @@ static bool dispatch_frames(net_conn *c)
             c->listener->held -= pos;
         shrink_rbuf(c);
     }
+    if (c->corked)
+        uncork(c);
     ok = ok && c->open;
     net_conn_unref(c);
     return ok;
@@ -435,6 +472,26 @@ static void on_written(uv_write_t *req, int status)
  * is queued. Returns 0, or a negative error after closing the connection. */
 static int write_owned(net_conn *c, uint8_t *buf, size_t len)
 {
+    if (c->corked && c->olen + len <= MAX_CORK) {
+        if (c->olen + len > c->ocap) {
+            size_t cap = c->ocap ? c->ocap : 4096;
+            while (cap < c->olen + len)
+                cap *= 2;
+            uint8_t *n = realloc(c->obuf, cap);
+            if (!n) {
+                uncork(c); /* what is gathered goes first, then buf */
+                return write_owned(c, buf, len);
+            }
+            c->obuf = n;
+            c->ocap = cap;
+        }
+        memcpy(c->obuf + c->olen, buf, len);
+        c->olen += len;
+        free(buf);
+        return 0;
+    }
+    if (c->corked)
+        uncork(c); /* a large answer: in order, after what is gathered */
     uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
     int n = uv_try_write(&c->h.stream, &b, 1);
     if (n == (int)len) {
