@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-batch bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-small bench-smoke bench-ssd bench-ssd-refill fuzz clean
+.PHONY: all deps build demo test asan-test tsan-test bench bench-batch bench-cpu bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-small bench-smoke bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -96,6 +96,9 @@ bench-small: build
 # (docs/benchmarks.md). The full matrix takes hours on 2 cores; PRESSURE_ARGS
 # narrows it (options at the top of bench/pressure/run.sh). bench-smoke: one
 # payload, c1, a 5 s window, under 3 minutes.
+bench-cpu: build
+	@$(BUILD)/bench/fx_bench_cpu
+
 bench-pressure: build
 	@./scripts/deps.sh --bench && ./bench/pressure/run.sh $(BUILD) $(PRESSURE_ARGS)
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t now_ns(void)
 {
@@ -65,4 +66,22 @@ int env_number(const char *prog, const char *name, double max, bool zero_ok, dou
     }
     *out = v;
     return 0;
+}
+
+double proc_cpu_seconds(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* after the command name */
+    unsigned long ut = 0, stime = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+                     &stime) != 2)
+        return -1;
+    return (double)(ut + stime) / (double)sysconf(_SC_CLK_TCK);
 }

@@ -1,7 +1,8 @@
 /*
  * benchutil.h - the small pieces every benchmark program shares: a monotonic
  * clock, sleeping, sorting doubles for medians, the CPU's name for the report
- * header, and reading a numeric setting from the environment.
+ * header, reading a numeric setting from the environment, and a process's CPU
+ * time.
  */
 #ifndef FX_BENCH_BENCHUTIL_H
 #define FX_BENCH_BENCHUTIL_H
@@ -20,5 +21,8 @@ void cpu_model(char *buf, size_t cap);
  * (0, max] ([0, max] with zero_ok). Returns 0 (unset or valid), or -1 after
  * printing "prog: NAME=value is not a number in ..." to stderr. */
 int env_number(const char *prog, const char *name, double max, bool zero_ok, double *out);
+/* User + system CPU time of process pid so far, in seconds (/proc/PID/stat),
+ * or -1 when it cannot be read. */
+double proc_cpu_seconds(long pid);
 
 #endif

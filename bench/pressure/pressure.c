@@ -253,24 +253,6 @@ static int worker_process(int proc)
 
 /* ---- server resources ---------------------------------------------------------- */
 
-static double proc_cpu_s(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* after the command name */
-    unsigned long ut = 0, stime = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-                     &stime) != 2)
-        return -1;
-    return (double)(ut + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* Peak resident memory: VmHWM, plus the huge pages mapped (HugetlbPages),
  * which RSS does not count: a Fluxon owner's segment lives on them when they
  * are reserved, and leaving it out would flatter Fluxon. */
@@ -302,7 +284,7 @@ static void server_resources(double *cpu_s, double *rss_mib)
     char *list = strdup(o.server_pids), *save = NULL;
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         long pid = strtol(t, NULL, 10);
-        double c = proc_cpu_s(pid), r = proc_peak_rss_mib(pid);
+        double c = proc_cpu_seconds(pid), r = proc_peak_rss_mib(pid);
         if (c < 0 || r < 0) {
             *cpu_s = *rss_mib = -1;
             break;

@@ -141,12 +141,8 @@ int client_batch_put(fx_client *c, size_t n, const char *const *keys, const size
             results[i] = err;
         goto out;
     }
-    Fx__PutOptions wire_opts = FX__PUT_OPTIONS__INIT;
-    if (opts) {
-        wire_opts.lease_id = opts->lease_id;
-        wire_opts.reject_if_exists = opts->reject_if_exists != 0;
-        wire_opts.reject_if_inflight_same_key = opts->reject_if_inflight_same_key != 0;
-    }
+    Fx__PutOptions wire_opts;
+    Fx__PutOptions *wire = client_put_options(opts, &wire_opts);
     size_t small_total = 0;
     bool all_small = true;
     for (size_t i = 0; i < n; i++) {
@@ -163,16 +159,14 @@ int client_batch_put(fx_client *c, size_t n, const char *const *keys, const size
         fx__external_put_start_req__init(&starts[m]);
         starts[m].key = (ProtobufCBinaryData){.len = klens[i], .data = (uint8_t *)keys[i]};
         starts[m].len = vlen[i];
-        if (opts)
-            starts[m].options = &wire_opts;
+        starts[m].options = wire;
         rp[m] = &starts[m].base;
         slot[m++] = i;
     }
     if (!m)
         goto out;
     if (all_small) {
-        err = put_inline(c, keys, klens, src, opts ? &wire_opts : NULL, results, slot, m, vlen,
-                         small_total);
+        err = put_inline(c, keys, klens, src, wire, results, slot, m, vlen, small_total);
         goto out;
     }
     /* Round trip 1: every start. Copy each value into its staging range. */

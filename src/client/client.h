@@ -118,6 +118,8 @@ int client_batch_put(fx_client *c, size_t n, const char *const *keys, const size
 /* put.c: drops the puts begun and never ended (their connections close, so
  * the owner revokes them). For fx_close. */
 void client_puts_drop_all(fx_client *c);
+/* opts on the wire in *w; NULL (nothing filled) without options. */
+Fx__PutOptions *client_put_options(const fx_put_options *opts, Fx__PutOptions *w);
 
 /* conn.c */
 xconn *client_conn_get(fx_client *c, int *err);

@@ -31,8 +31,7 @@ struct fx_put_handle {
     size_t len;
 };
 
-/* opts on the wire in *w, or NULL without options. */
-static Fx__PutOptions *wire_options(const fx_put_options *opts, Fx__PutOptions *w)
+Fx__PutOptions *client_put_options(const fx_put_options *opts, Fx__PutOptions *w)
 {
     if (!opts)
         return NULL;
@@ -67,7 +66,7 @@ int fx_put_begin(fx_client *c, const char *key, size_t klen, size_t len,
     ps.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     ps.len = len;
     Fx__PutOptions wire_opts;
-    ps.options = wire_options(opts, &wire_opts);
+    ps.options = client_put_options(opts, &wire_opts);
     ProtobufCMessage *m = NULL;
     err = client_call(c, p->x, MSG_EXT_PUT_START, &ps.base, &m);
     if (err) {
@@ -193,7 +192,7 @@ static int put_inline(fx_client *c, const char *key, size_t klen, const void *va
     Fx__PutOptions wire_opts;
     req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     req.value = (ProtobufCBinaryData){.len = len, .data = (uint8_t *)val};
-    req.options = wire_options(opts, &wire_opts);
+    req.options = client_put_options(opts, &wire_opts);
     ProtobufCMessage *m = NULL;
     int err = client_request(c, MSG_EXT_PUT, &req.base, &m);
     msg_free(m);

@@ -84,6 +84,13 @@ void seg_space_set_budget(seg_space *s, uint64_t budget);
 void seg_space_reserve(seg_space *s, uint64_t n);
 void seg_space_release(seg_space *s, uint64_t n);
 
+/* The bytes of s that values and puts in flight use: what its allocator
+ * handed out, less the ranges put grants hold for puts to come. */
+static inline uint64_t seg_space_used(const seg_space *s)
+{
+    return range_alloc_used(s->ra) - s->granted;
+}
+
 /* Allocates room for len payload bytes (at least one alignment unit) with one
  * reference. Returns NULL with -ENOSPC / -ENOMEM in *err. */
 allocation *allocation_new(seg_space *s, uint64_t len, int *err);

@@ -157,7 +157,7 @@ void http_publish(master *m)
         fprintf(f, "kvcache_segment_capacity_bytes{owner=\"%s\"} %llu\n", n,
                 (unsigned long long)range_alloc_capacity(mb->space->ra));
         fprintf(f, "kvcache_segment_used_bytes{owner=\"%s\"} %llu\n", n,
-                (unsigned long long)(range_alloc_used(mb->space->ra) - mb->space->granted));
+                (unsigned long long)seg_space_used(mb->space));
         fprintf(f, "fluxon_put_pool_bytes{owner=\"%s\"} %llu\n", n,
                 (unsigned long long)mb->space->granted);
         fprintf(f, "fluxon_puts_total{owner=\"%s\",start=\"pool\"} %llu\n", n,

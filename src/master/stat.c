@@ -72,8 +72,7 @@ void master_on_stat(master *m, net_conn *c, const frame_hdr *h)
         s->name = mb->name;
         s->live = true;
         s->memory_capacity = range_alloc_capacity(mb->space->ra);
-        /* Ranges held by put grants are room for the owner's next puts. */
-        s->memory_used = range_alloc_used(mb->space->ra) - mb->space->granted;
+        s->memory_used = seg_space_used(mb->space);
         s->hits_memory = mb->hits_memory;
         s->hits_ssd = mb->hits_ssd;
         s->misses = mb->misses;

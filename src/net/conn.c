@@ -200,12 +200,8 @@ void net_conn_close(net_conn *c)
     if (!c || c->closing)
         return;
     bool handshaking = c->open && c->connect_pending;
-    if (c->olen) { /* the answers gathered so far go before the close */
-        c->closing = true;
-        uncork(c);
-        c->closing = false;
-    }
     c->closing = true;
+    uncork(c); /* the answers gathered so far go before the close */
     c->open = false;
     if (handshaking) /* a client closed while its handshake ran */
         report_connect(c, -ECONNRESET);

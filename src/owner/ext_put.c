@@ -124,11 +124,9 @@ static ext_put *put_from_plan(owner *o, ext_call *x, const Fx__PutStartResp *r)
         free(p);
         return NULL;
     }
-    if (!(p->key = fx_memdup(x->key, x->klen))) {
-        ext_put_free(p);
-        return NULL;
-    }
+    p->key = x->key; /* moved: the put's end uses p's */
     p->klen = x->klen;
+    x->key = NULL;
     return p;
 }
 
@@ -137,12 +135,13 @@ static ext_put *put_from_plan(owner *o, ext_call *x, const Fx__PutStartResp *r)
 static ext_put *put_from_grant(owner *o, ext_call *x, const put_grant *g)
 {
     ext_put *p = calloc(1, sizeof *p);
-    if (!p || !(p->key = fx_memdup(x->key, x->klen))) {
-        free(p);
+    if (!p) {
         owner_put_pool_revoke(o, g);
         return NULL;
     }
+    p->key = x->key; /* moved: the put's end uses p's */
     p->klen = x->klen;
+    x->key = NULL;
     p->time_ms = g->time_ms;
     p->version = g->version;
     p->offset = g->offset;
@@ -198,7 +197,9 @@ static void on_put_start_resp(int status, ProtobufCMessage *msg, void *ud)
                           "target node %u); revoking",
                    (unsigned long long)r->src_offset, (unsigned long long)x->len,
                    r->target_node_id);
-        if (r->put_id)
+        if (p)
+            send_revoke(o, p);
+        else if (r->put_id)
             send_plan_revoke(o, x, r->put_id);
         if (!p && net_conn_is_open(x->conn))
             net_reply_error(x->conn, &x->hdr, FX_EPROTO, "invalid put plan from the master");
@@ -322,7 +323,7 @@ static bool failed_after_answer(ext_call *x, int status, ProtobufCMessage *resp)
     int st = status ? status : msg_status(resp);
     if (st)
         FX_LOG(WARN, "a put that did not wait for the master (nowait, %zu-byte key) failed: "
-                     "%s%s%s", x->klen, fx_strerror(st), status ? "" : ": ",
+                     "%s%s%s", x->put->klen, fx_strerror(st), status ? "" : ": ",
                status ? "" : msg_detail(resp));
     return st != 0;
 }
@@ -332,8 +333,8 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
     ext_call *x = ud;
     /* Whatever the outcome, this owner must not serve the key's old cached
      * version to a get that starts after this put returned. */
-    owner_forget_key(x->o, x->key, x->klen);
     ext_put *p = x->put;
+    owner_forget_key(x->o, p->key, p->klen);
     if ((status == FX_EMASTER || status == FX_ECONN) && !p->aborting && !p->remote) {
         /* No answer, the link to the master lost: the master may have
          * applied the put, and with it the drops of the version it replaced
@@ -397,7 +398,7 @@ static void finish_put(ext_call *x, bool abort)
              * any later call of ours: the external goes on now. Gets through
              * this owner find the new version; this owner's cached old one
              * goes now, not at the answer. */
-            owner_forget_key(o, x->key, x->klen);
+            owner_forget_key(o, p->key, p->klen);
             net_reply(x->conn, &x->hdr, &((Fx__ExternalPutResp)FX__EXTERNAL_PUT_RESP__INIT).base);
             x->answered = true;
         }

@@ -47,7 +47,6 @@ typedef struct put_pool {
     uint64_t held;    /* bytes of the grants held and asked for */
     uint64_t epoch;   /* o->master_epoch of the grants held */
     bool refused;     /* the master does not grant on this link */
-    uint64_t granted, used, returned; /* counts, for the log and tests */
     pool_class cls[POOL_CLASSES];
 } put_pool;
 
@@ -175,7 +174,6 @@ static void on_grant_resp(int status, ProtobufCMessage *msg, void *ud)
                                           .len = len,
                                           .usable_until_ms = usable_until};
         pool->held += len;
-        pool->granted++;
     }
 }
 
@@ -226,7 +224,6 @@ bool owner_put_pool_take(owner *o, uint64_t len, put_grant *out)
         }
         *out = g;
         got = true;
-        pool->used++;
     }
     maybe_refill(pool, cls);
     return got;
@@ -242,8 +239,6 @@ void owner_put_pool_revoke(owner *o, const put_grant *g)
     pid.version = g->version;
     rv.put_id = &pid; /* no key: a grant */
     rpc_notify(o->mrpc, MSG_PUT_REVOKE, &rv.base);
-    if (o->put_pool)
-        o->put_pool->returned++;
 }
 
 void owner_put_pool_tick(owner *o)
@@ -265,12 +260,4 @@ void owner_put_pool_tick(owner *o)
         }
         pc->n = keep;
     }
-}
-
-void owner_put_pool_counts(const owner *o, uint64_t *granted, uint64_t *used, uint64_t *returned)
-{
-    const put_pool *pool = o->put_pool;
-    *granted = pool ? pool->granted : 0;
-    *used = pool ? pool->used : 0;
-    *returned = pool ? pool->returned : 0;
 }

@@ -33,7 +33,5 @@ void owner_put_pool_revoke(owner *o, const put_grant *g);
 void owner_put_pool_tick(owner *o);
 /* The master link is lost: the grants held are forgotten. */
 void owner_put_pool_master_lost(owner *o);
-/* Grants received, used by puts, and given back, since the owner started. */
-void owner_put_pool_counts(const owner *o, uint64_t *granted, uint64_t *used, uint64_t *returned);
 
 #endif

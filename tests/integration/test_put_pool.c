@@ -14,13 +14,15 @@
  *   after every key is deleted, with grants still held;
  * - an idle pool gives its grants back before their TTL (the master logs no
  *   expired grant, fluxon_put_pool_bytes falls to 0);
- * - fx_put_nowait returns before the master answered, and the next get
- *   through the same owner reads what it put (50 overwrites in a row);
+ * - fx_put_nowait returns before the master answered (it returns while the
+ *   master is stopped by SIGSTOP), and the next get through the same owner
+ *   reads what it put (50 overwrites in a row);
  * - after the master is killed and restarted, puts work and the pool refills
  *   from the new master.
  * Then a cluster of two owners with placement random: the master refuses
  * grants (a pool put would bypass the policy), puts work through PutStart.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +182,20 @@ static void local_pool(void)
         seen += reads(c, key, small, sizeof small);
     }
     CHECK(seen == 50, "every nowait put is read back by the next get (%d of 50)", seen);
+    /* ... and it does not wait for the master: with the master stopped, a
+     * nowait put (a grant in stock, taken just after a put used one) returns,
+     * and its value is there once the master runs again. */
+    memset(small, 'Z', sizeof small);
+    CHECK(fx_put(c, "nowait/stopped", 14, "x", 1) == 0, "a put just before");
+    REQUIRE(kill(tc.master_pid, SIGSTOP) == 0, "SIGSTOP the master");
+    uint64_t t0 = test_now_ms();
+    int r = fx_put_nowait(c, "nowait/stopped", 14, small, sizeof small);
+    uint64_t waited = test_now_ms() - t0;
+    REQUIRE(kill(tc.master_pid, SIGCONT) == 0, "SIGCONT the master");
+    CHECK(r == 0 && waited < 2000, "fx_put_nowait returns while the master is stopped "
+          "(%s after %llu ms)", fx_strerror(r), (unsigned long long)waited);
+    CHECK(reads(c, "nowait/stopped", small, sizeof small),
+          "and the master applied it once it ran again");
     memset(big, 'N', sizeof big);
     CHECK(fx_put_nowait(c, "nowait-big", 10, big, sizeof big) == 0 &&
               reads(c, "nowait-big", big, sizeof big),
