@@ -5,8 +5,9 @@
  *
  * One master and one owner (`--placement local`, a 256 MiB segment), one
  * client thread. Per mode, ROUNDS runs of OPS calls over 1000 keys of 4 KiB
- * (written first): get (fx_get + fx_holder_release, answered by the owner's
- * cache), put (fx_put), nowait (fx_put_nowait), and batch (fx_batch_put_from
+ * (written first): get (fx_get + fx_holder_release with the near cache off,
+ * answered by the owner's cache), near (the same with the client's default
+ * near cache: answered in the client once every key is in it), put (fx_put), nowait (fx_put_nowait), and batch (fx_batch_put_from
  * of 64 keys; OPS counts keys). For each run: the calls per second, the wall
  * time per call, and the owner's and the master's CPU time per call (user +
  * system, from /proc/PID/stat before and after the run). Where the CPU per
@@ -59,7 +60,7 @@ static int run(fx_client *c, const char *mode, long ops, const char *value)
         } else {
             key_of((int)i, key, sizeof key, &klen);
             fx_holder *h = NULL;
-            r = !strcmp(mode, "get")   ? fx_get(c, key, klen, &h)
+            r = !strcmp(mode, "get") || !strcmp(mode, "near") ? fx_get(c, key, klen, &h)
                 : !strcmp(mode, "put") ? fx_put(c, key, klen, value, VALUE)
                                        : fx_put_nowait(c, key, klen, value, VALUE);
             if (h)
@@ -89,9 +90,10 @@ int main(void)
         goto out;
     printf("%s: %ld calls a run, %d runs a mode, 4 KiB values, %ld CPUs online\n", prog, ops,
            ROUNDS, sysconf(_SC_NPROCESSORS_ONLN));
-    const char *modes[] = {"get", "put", "nowait", "batch"};
+    const char *modes[] = {"get", "near", "put", "nowait", "batch"};
     for (int round = 0; round < ROUNDS; round++) {
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            fx_set_near_cache(c, !strcmp(modes[m], "get") ? 0 : SEGMENT / 64);
             double o0 = proc_cpu_seconds(tc.owner_pid), m0 = proc_cpu_seconds(tc.master_pid), t0 = (double)now_ns() / 1e9;
             if (run(c, modes[m], ops, value) < 0)
                 goto out;

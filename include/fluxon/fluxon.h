@@ -107,6 +107,16 @@ int fx_holder_source(const fx_holder *h);
 /* Releases the holder (NULL is a no-op). The bytes may be reused afterwards. */
 void fx_holder_release(fx_holder *h);
 
+/* The near cache: a released holder of a value of up to 256 KiB stays in this
+ * client, pinned in the owner's memory, so that the next get of the key is
+ * answered here without a call to the owner. Its staleness is that of a held
+ * holder (fx_put): the master's invalidation drops it, and overwrites and
+ * deletes through this client drop it at once. max_bytes bounds the bytes it
+ * pins (the oldest go first); 0 turns it off. The default is 1/64 of the
+ * owner's segment, at most 8 MiB, or FLUXON_NEAR_CACHE_BYTES (bytes) when set
+ * at fx_connect. Returns 0 or FX_EINVAL. */
+int fx_set_near_cache(fx_client *c, size_t max_bytes);
+
 /* Copies the value of key straight into buf (cap bytes) without handing out
  * a holder; *len (may be NULL) receives the value's length. FX_ENOTFOUND on a
  * miss; FX_EINVAL, with *len set and nothing written, when cap is smaller

@@ -27,6 +27,8 @@ static void handle_push(fx_client *c, const frame_hdr *h, const uint8_t *body)
         (Fx__ExternalInvalidateWeakIndexReq *)msg_decode(h->type, false, body, h->len);
     if (!req)
         return;
+    if (req->all)
+        holder_index_invalidate_all(c);
     for (size_t i = 0; i < req->n_keys; i++)
         holder_index_invalidate(c, req->keys[i].data, req->keys[i].len);
     msg_free(&req->base);
@@ -46,14 +48,7 @@ static void *session_main(void *arg)
     atomic_store(&c->dead, true);
     /* Holders were reclaimed by the owner with the session: nothing cached
      * here may be served any more. */
-    pthread_mutex_lock(&c->index_lock);
-    atomic_fetch_add(&c->inval_epoch, 1);
-    fx_holder *h, *tmp;
-    HASH_ITER(hh, c->weak, h, tmp) {
-        HASH_DEL(c->weak, h);
-        h->indexed = false;
-    }
-    pthread_mutex_unlock(&c->index_lock);
+    holder_index_clear(c);
     return NULL;
 }
 
@@ -105,6 +100,7 @@ fx_client *fx_connect(const char *socket_path, int *err)
         goto fail;
     }
     c->base = base;
+    holder_near_init(c);
     if (pthread_create(&c->session_thread, NULL, session_main, c) != 0) {
         e = client_fail(FX_ENOMEM, "cannot start the session thread");
         goto fail;

@@ -20,6 +20,8 @@
 #include "fluxon/fluxon.h"
 #include "net/msg.h"
 
+#define CLIENT_HIT_REPORT_BATCH 64
+
 typedef struct xconn {
     int fd;
     uint64_t next_req_id;
@@ -36,8 +38,10 @@ struct fx_holder {
     uint64_t holder_id;
     char *key;
     size_t klen;
+    bool near; /* released and kept by the near cache (refs 0, indexed) */
     UT_hash_handle hh;                /* weak index, by key */
     struct fx_holder *prev, *next;    /* every live holder, for fx_close */
+    struct fx_holder *near_prev, *near_next; /* the near cache, newest first */
 };
 
 struct fx_client {
@@ -55,10 +59,18 @@ struct fx_client {
     int n_idle;
     struct fx_put_handle *puts; /* begun, not yet ended (put.c); fx_close drops them */
 
-    pthread_mutex_t index_lock; /* guards weak, live, and every holder's refs/indexed */
+    pthread_mutex_t index_lock; /* guards weak, live, near*, and every holder's refs/indexed/near */
     fx_holder *weak;
     fx_holder *live;
     atomic_uint_fast64_t inval_epoch;
+    /* The near cache (holder.c): released holders kept in the weak index. */
+    fx_holder *near;
+    uint64_t near_bytes, near_max_bytes;
+    /* Gets the weak index answered, not yet reported to the owner (holder.c):
+     * copies of their keys, sent CLIENT_HIT_REPORT_BATCH at a time. */
+    char *hit_keys[CLIENT_HIT_REPORT_BATCH];
+    size_t hit_lens[CLIENT_HIT_REPORT_BATCH];
+    size_t n_hits;
 };
 
 /* errors.c: the calling thread's detail message. Returns err. */
@@ -172,7 +184,15 @@ void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n);
 fx_holder *holder_new(fx_client *c, const char *key, size_t klen, const Fx__ExternalGetResp *r);
 /* Puts h in the weak index if no invalidation happened since epoch. */
 void holder_index_offer(fx_client *c, fx_holder *h, uint64_t epoch);
+/* Drops key from the weak index (a near-cached holder of it is released). */
 void holder_index_invalidate(fx_client *c, const void *key, size_t klen);
+/* Drops every key from the weak index (near-cached holders are released). */
+void holder_index_invalidate_all(fx_client *c);
+/* The session ended: the owner reclaimed every holder; none may be served. */
+void holder_index_clear(fx_client *c);
+/* The near cache's budget from FLUXON_NEAR_CACHE_BYTES or the default (after
+ * the segment is mapped). */
+void holder_near_init(fx_client *c);
 void holder_free_all(fx_client *c);
 
 #endif

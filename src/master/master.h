@@ -124,6 +124,9 @@ typedef struct master {
     void *http; /* http.c state, NULL when disabled */
     uint64_t stat_pass; /* stat.c: number of the latest Stat pass (allocation.stat_mark) */
     struct net_listener *listener;
+    /* Gathers, while one read's frames are handled, what they write on
+     * every owner's connection (net/conn.h); NULL: none. */
+    struct net_write_scope *write_scope;
     bool authenticated;   /* cluster_auth.c: owners must prove cluster_key */
     auth_key cluster_key; /* from cfg.secret_file */
 } master;

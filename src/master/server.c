@@ -293,6 +293,9 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
         FX_LOG(ERROR, "listen: cannot listen on %s: %s", m->cfg.listen, uv_strerror(err));
         return err;
     }
+    if (!(m->write_scope = net_write_scope_new()))
+        FX_LOG(WARN, "out of memory: no write scope; each connection gathers only its answers");
+    net_listener_set_write_scope(m->listener, m->write_scope);
     net_listener_set_limits(m->listener,
                             &(net_listener_limits){.name = "master listener",
                                                    .max_conns = m->cfg.max_connections,
@@ -353,6 +356,8 @@ static bool check_serving(master *m)
 
 void master_free_state(master *m)
 {
+    net_write_scope_free(m->write_scope);
+    m->write_scope = NULL;
     route *r, *tmp;
     HASH_ITER(hh, m->routes.by_key, r, tmp) {
         route_table_remove(&m->routes, r);

@@ -22,7 +22,7 @@
  * the same buffer first: until it is done no byte is taken for a frame, and
  * a client's on_connect reports success only once the server accepted it.
  */
-#include "net/conn.h"
+#include "net/conn_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,54 +50,8 @@
 #define MAX_WRITE_QUEUE (64u << 20)
 #define MAX_CORK (1u << 20) /* answers gathered per read, at most (conn.corked) */
 
-struct net_conn {
-    union {
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-        uv_stream_t stream;
-        uv_handle_t handle;
-    } h;
-    uv_loop_t *loop;
-    const net_conn_ops *ops;
-    void *data;
-    uint8_t *rbuf; /* bytes received and not yet consumed: [0, rlen) */
-    size_t rlen, rcap;
-    uint32_t max_body;
-    int refs;
-    bool open;
-    bool closing;
-    bool handshake_done;  /* net_conn_handshake_done was called */
-    bool over_budget;     /* on_alloc refused: the listener's budget is spent */
-    bool has_deadline;    /* deadline was initialised (and holds a reference) */
-    uv_timer_t deadline;  /* the handshake deadline of an accepted connection */
-    net_connect_fn on_connect;
-    void *connect_ud;
-    char peer[64];
-    handshake *hs;                 /* while the handshake runs */
-    bool connect_pending;          /* a client whose on_connect waits for the handshake */
-    uint8_t *hello;                /* a client's HELLO, until TCP is connected */
-    size_t hello_len;
-    char *auth_identity;           /* what the peer proved in the handshake */
-    bool has_session;              /* session_key holds the handshake's session key */
-    auth_key session_key;
-    char auth_failure[160];        /* why the handshake failed, for the caller's message */
-    struct net_listener *listener; /* that accepted it, while both are open */
-    struct net_conn *lprev, *lnext;
-    /* While the frames of one read are handled, what they answer on this
-     * connection is gathered here and written once at the end: a batch of
-     * pipelined requests gets its answers in one write, not one each. */
-    bool corked;
-    uint8_t *obuf;
-    size_t olen, ocap;
-};
-
 struct net_listener {
-    union {
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-        uv_stream_t stream;
-        uv_handle_t handle;
-    } h;
+    net_stream_handle h;
     bool is_unix;
     const net_conn_ops *ops;
     net_accept_fn on_accept;
@@ -111,6 +65,7 @@ struct net_listener {
     size_t held;      /* bytes received and not consumed, summed over conns */
     net_listener_limits lim;
     char name[48];    /* lim.name, copied ("" until limits are set) */
+    net_write_scope *scope; /* given to the connections it accepts */
 };
 
 typedef struct write_req {
@@ -177,7 +132,7 @@ static void on_deadline_closed(uv_handle_t *h)
 /* Writes what the connection gathered while corked (best effort when it is
  * closing: uv_close cancels what could not be written at once). */
 static int write_owned(net_conn *c, uint8_t *buf, size_t len);
-static void uncork(net_conn *c)
+void conn_uncork(net_conn *c)
 {
     c->corked = false;
     if (!c->olen)
@@ -201,7 +156,7 @@ void net_conn_close(net_conn *c)
         return;
     bool handshaking = c->open && c->connect_pending;
     c->closing = true;
-    uncork(c); /* the answers gathered so far go before the close */
+    conn_uncork(c); /* the answers gathered so far go before the close */
     c->open = false;
     if (handshaking) /* a client closed while its handshake ran */
         report_connect(c, -ECONNRESET);
@@ -209,6 +164,17 @@ void net_conn_close(net_conn *c)
         uv_close((uv_handle_t *)&c->deadline, on_deadline_closed);
     uv_close(&c->h.handle, on_handle_closed);
 }
+
+uint64_t net_conn_write_count(const net_conn *c)
+{
+    return c->writes;
+}
+
+void net_listener_set_write_scope(net_listener *l, net_write_scope *sc)
+{
+    l->scope = sc;
+}
+
 
 static void on_deadline(uv_timer_t *t)
 {
@@ -358,7 +324,9 @@ static bool dispatch_frames(net_conn *c)
     size_t pos = 0;
     bool ok = true;
     net_conn_ref(c);
-    c->corked = true;
+    net_write_scope *sc = conn_scope_enter(c);
+    if (!conn_scope_join(c))
+        c->corked = true;
     while (c->open) {
         frame_hdr h;
         int r = frame_parse(c->rbuf + pos, c->rlen - pos, c->max_body, &h);
@@ -404,8 +372,9 @@ static bool dispatch_frames(net_conn *c)
             c->listener->held -= pos;
         shrink_rbuf(c);
     }
-    if (c->corked)
-        uncork(c);
+    conn_scope_leave(sc);
+    if (!c->in_scope && c->corked) /* no scope, or c could not join it */
+        conn_uncork(c);
     ok = ok && c->open;
     net_conn_unref(c);
     return ok;
@@ -468,6 +437,8 @@ static void on_written(uv_write_t *req, int status)
  * is queued. Returns 0, or a negative error after closing the connection. */
 static int write_owned(net_conn *c, uint8_t *buf, size_t len)
 {
+    if (!c->corked)
+        conn_scope_join(c);
     if (c->corked && c->olen + len <= MAX_CORK) {
         if (c->olen + len > c->ocap) {
             size_t cap = c->ocap ? c->ocap : 4096;
@@ -475,7 +446,7 @@ static int write_owned(net_conn *c, uint8_t *buf, size_t len)
                 cap *= 2;
             uint8_t *n = realloc(c->obuf, cap);
             if (!n) {
-                uncork(c); /* what is gathered goes first, then buf */
+                conn_uncork(c); /* what is gathered goes first, then buf */
                 return write_owned(c, buf, len);
             }
             c->obuf = n;
@@ -487,8 +458,9 @@ static int write_owned(net_conn *c, uint8_t *buf, size_t len)
         return 0;
     }
     if (c->corked)
-        uncork(c); /* a large answer: in order, after what is gathered */
+        conn_uncork(c); /* a large answer: in order, after what is gathered */
     uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    c->writes++;
     int n = uv_try_write(&c->h.stream, &b, 1);
     if (n == (int)len) {
         free(buf);
@@ -749,6 +721,7 @@ static void on_connection(uv_stream_t *server, int status)
         handshake_server_start(c->hs, &l->key);
     }
     c->listener = l;
+    c->scope = l->scope;
     DL_APPEND2(l->conns, c, lprev, lnext);
     l->n_conns++;
     if (conn_start(c) < 0) {

@@ -107,6 +107,21 @@ int net_reply(net_conn *c, const frame_hdr *h, const ProtobufCMessage *m);
 void net_reply_error(net_conn *c, const frame_hdr *h, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A write scope: while the frames of one read on one of its connections are
+ * handled, what they write on any of its connections (not only the answers
+ * on their own) is gathered and written once, per connection, when that
+ * read's frames are handled. A process gives one scope to the connections of
+ * its loop; a connection without one gathers only its own answers. Free the
+ * scope once the loop has stopped and its connections are closed. */
+typedef struct net_write_scope net_write_scope;
+net_write_scope *net_write_scope_new(void); /* NULL when out of memory */
+void net_write_scope_free(net_write_scope *sc);
+void net_conn_set_write_scope(net_conn *c, net_write_scope *sc);
+/* The connections l accepts from now on join sc. */
+void net_listener_set_write_scope(net_listener *l, net_write_scope *sc);
+/* How many writes c has handed to its socket (gathered frames count once). */
+uint64_t net_conn_write_count(const net_conn *c);
+
 void net_conn_close(net_conn *c);
 bool net_conn_is_open(const net_conn *c);
 void net_conn_ref(net_conn *c);

@@ -62,6 +62,7 @@ static const msg_entry msg_table[MSG_TYPE_END] = {
     [MSG_EXT_BATCH_DELETE] = {"ExternalBatchDelete", &fx__batch_delete_req__descriptor,
                               &fx__batch_delete_resp__descriptor},
     ENTRY(MSG_EXT_PUT, "ExternalPut", external_put),
+    ENTRY(MSG_EXT_ACCESS_REPORT, "ExternalAccessReport", external_access_report),
 };
 
 const ProtobufCMessageDescriptor *msg_descriptor(uint16_t type, bool response)

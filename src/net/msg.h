@@ -58,6 +58,7 @@ enum msg_type {
     MSG_EXT_BATCH_GET,
     MSG_EXT_BATCH_DELETE,
     MSG_EXT_PUT,
+    MSG_EXT_ACCESS_REPORT,
     MSG_TYPE_END
 };
 

@@ -180,6 +180,26 @@ static void on_delete_ack(owner *o, ext_conn *ec, Fx__ExternalDeleteAckReq *req)
                        (unsigned long long)ec->s->client_id, unknown);
 }
 
+/* Reads the external answered itself (weak index, near cache): memory hits
+ * the master's eviction policy must hear of. A report out of shape is
+ * dropped whole (it is advisory). */
+static void on_access_report(owner *o, ext_conn *ec, Fx__ExternalAccessReportReq *req)
+{
+    bool ok = req->n_keys <= EXT_ACCESS_REPORT_MAX;
+    for (size_t i = 0; ok && i < req->n_keys; i++)
+        ok = req->keys[i].len >= 1 && req->keys[i].len <= MAX_KEY_LEN;
+    if (!ok) {
+        FX_LOG_LIMITED(WARN, "external %llu sent an access report of %zu keys out of shape "
+                             "(at most %u keys of 1..%u bytes); dropped",
+                       (unsigned long long)ec->s->client_id, req->n_keys, EXT_ACCESS_REPORT_MAX,
+                       MAX_KEY_LEN);
+        return;
+    }
+    for (size_t i = 0; i < req->n_keys; i++)
+        owner_report_access(o, req->keys[i].data, req->keys[i].len);
+    o->hits_memory += req->n_keys;
+}
+
 static void on_stat_resp(int status, ProtobufCMessage *msg, void *ud)
 {
     ext_call *x = ud;
@@ -304,6 +324,9 @@ static void on_ext_frame(net_conn *c, const frame_hdr *h, ProtobufCMessage *msg)
     case MSG_EXT_DELETE_ACK:
         on_delete_ack(o, ec, (Fx__ExternalDeleteAckReq *)msg);
         break;
+    case MSG_EXT_ACCESS_REPORT:
+        on_access_report(o, ec, (Fx__ExternalAccessReportReq *)msg);
+        break;
     case MSG_EXT_PING:
         net_reply(c, h, &((Fx__ExternalPingResp)FX__EXTERNAL_PING_RESP__INIT).base);
         break;
@@ -417,6 +440,7 @@ int owner_ext_listen(owner *o)
                unix_path_strerror(err));
         return err;
     }
+    net_listener_set_write_scope(o->ext_listener, o->write_scope);
     net_listener_set_limits(o->ext_listener,
                             &(net_listener_limits){.name = "client socket",
                                                    .max_conns = o->cfg.max_client_connections,
@@ -431,11 +455,12 @@ int owner_ext_listen(owner *o)
 
 void owner_ext_invalidate(owner *o, ProtobufCBinaryData *keys, size_t n)
 {
-    if (!n)
+    if (!n && keys)
         return; /* a batch of index ops alone: nothing for the externals */
     Fx__ExternalInvalidateWeakIndexReq req = FX__EXTERNAL_INVALIDATE_WEAK_INDEX_REQ__INIT;
     req.n_keys = n;
     req.keys = keys;
+    req.all = keys == NULL;
     session *s, *tmp;
     HASH_ITER(hh, o->sessions, s, tmp)
         if (s->events && !s->dead)

@@ -15,6 +15,7 @@
 #include "owner/owner.h"
 
 #define MAX_KEY_LEN 4096u
+#define EXT_ACCESS_REPORT_MAX 256u /* keys in one ExternalAccessReport */
 
 /* An external request waiting on the master or the data plane. */
 typedef struct ext_call {

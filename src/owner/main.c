@@ -212,6 +212,8 @@ int main(int argc, char **argv)
         goto out;
     }
     o.loop = uv_default_loop();
+    if (!(o.write_scope = net_write_scope_new()))
+        FX_LOG(WARN, "out of memory: no write scope; each connection gathers only its answers");
     uv_signal_init(o.loop, &sig_term);
     uv_signal_init(o.loop, &sig_int);
     sig_term.data = sig_int.data = &o;
@@ -277,6 +279,7 @@ int main(int argc, char **argv)
     owner_put_pool_free(&o);
     rc = o.exit_code;
 out:
+    net_write_scope_free(o.write_scope); /* every connection is closed by now */
     owner_put_pool_free(&o); /* a startup failure after it was made (NULL-safe) */
     ssd_tier_close(&o); /* a startup failure after the tier opened */
     replica_index_free(o.index);

@@ -216,6 +216,10 @@ static void on_register_resp(int status, ProtobufCMessage *msg, void *ud)
     uint32_t hb = r->heartbeat_ms ? r->heartbeat_ms : 1000;
     /* Heartbeats keep us a member while the master waits for others' reports. */
     uv_timer_start(&o->heartbeat_timer, on_heartbeat_timer, hb, hb);
+    /* The invalidations of the outage were lost with the old master, and the
+     * new one does not know who cached what: our clients drop every key from
+     * their weak indexes and near caches, as the report empties our cache. */
+    owner_ext_invalidate(o, NULL, 0);
     if (owner_send_recovery_report(o, r->recovering, on_report_done) < 0) {
         FX_LOG(ERROR, "cannot send the recovery report to the master");
         if (!o->registered_once)
@@ -318,6 +322,7 @@ int owner_master_connect(owner *o)
     o->master = net_connect_tcp(o->loop, o->master_host, o->master_port, &master_ops, on_connected, o);
     if (!o->master)
         return -EINVAL;
+    net_conn_set_write_scope(o->master, o->write_scope);
     if (o->authenticated)
         net_conn_auth_client(o->master, &o->cluster_key, HS_ROLE_OWNER, o->cfg.node_name);
     net_conn_set_data(o->master, o); /* the context of on_master_frame and on_master_close */

@@ -147,6 +147,9 @@ typedef struct owner {
     char master_host[256];
     int master_port;
     net_conn *master;
+    /* Gathers, while one read's frames are handled, what they write on the
+     * master link and the clients' connections (net/conn.h); NULL: none. */
+    net_write_scope *write_scope;
     bool authenticated;   /* cluster_auth.c: we prove cluster_key to the master */
     auth_key cluster_key; /* from cfg.cluster_secret_file */
     rpc_client *mrpc;
@@ -315,6 +318,9 @@ void owner_index_on_peer_write(void *ud, uint64_t offset, uint64_t len);
 /* extapi.c */
 int owner_ext_listen(owner *o);
 /* Forwards an invalidation to every external session. */
+/* Tells every client to drop keys[0..n) from its weak index and near cache;
+ * keys NULL: every key (the master changed; the outage's invalidations were
+ * lost). */
 void owner_ext_invalidate(owner *o, ProtobufCBinaryData *keys, size_t n);
 
 

@@ -12,7 +12,9 @@
  * acknowledges that id like any holder's (BatchDeleteAck).
  *
  * Before the report, the owner's get cache is emptied (the invalidations of
- * the outage were lost with the old master) and the queued holder acks are
+ * the outage were lost with the old master, and the new one does not know who
+ * cached what; master_link.c empties the clients' weak indexes and near caches
+ * for the same reason) and the queued holder acks are
  * dropped (they name the old master's holders). Chunks of REPORT_CHUNK
  * entries go out back to back; the answer to the last one comes when the
  * master's recovery phase ends, and then done() runs.

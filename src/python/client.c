@@ -176,6 +176,29 @@ static PyObject *client_exists(fxpy_client *self, PyObject *args, PyObject *kw)
     return ret;
 }
 
+static PyObject *client_set_near_cache(fxpy_client *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"max_bytes", NULL};
+    Py_ssize_t max_bytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "n:set_near_cache", kwlist, &max_bytes))
+        return NULL;
+    if (max_bytes < 0) {
+        PyErr_Format(PyExc_ValueError, "max_bytes must be >= 0 (got %zd)", max_bytes);
+        return NULL;
+    }
+    fx_client *fx = fxpy_client_enter(self);
+    if (!fx)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fx_set_near_cache(fx, (size_t)max_bytes);
+    Py_END_ALLOW_THREADS
+    fxpy_client_leave(self);
+    if (rc < 0)
+        return fxpy_raise(rc);
+    Py_RETURN_NONE;
+}
+
 static PyObject *client_get_size(fxpy_client *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"key", NULL};
@@ -307,6 +330,11 @@ static PyMethodDef client_methods[] = {
     KW_METHOD("delete", client_delete,
               "delete(key) -> None\n\nKeyNotFound if absent; holders already taken stay valid."),
     KW_METHOD("exists", client_exists, "exists(key) -> bool"),
+    KW_METHOD("set_near_cache", client_set_near_cache,
+              "set_near_cache(max_bytes) -> None\n\nBounds the bytes of released values of up "
+              "to 256 KiB that this\nclient keeps for the next get of their key (answered "
+              "without a call;\ndropped by the master's invalidation); 0 turns it off. The "
+              "default is\n1/64 of the owner's segment, at most 8 MiB."),
     KW_METHOD("get_size", client_get_size,
               "get_size(key) -> int\n\nThe value's length; KeyNotFound on a miss."),
     KW_METHOD("count_prefix", client_count_prefix,

@@ -186,6 +186,33 @@ class FluxonTest(unittest.TestCase):
         self.assertEqual(h.access(), b"gone soon")  # holders taken stay valid
         h.release()
 
+    def test_near_cache_follows_overwrites(self):
+        # Released values stay in the reading client (the near cache); an
+        # overwrite by another client reaches it through the invalidation.
+        other = fluxon.Client(self.socket)
+        self.addCleanup(other.close)
+        k = self.key()
+        self.client.put(k, b"first")
+        other.get(k).release()
+        h = other.get(k)
+        self.assertEqual(bytes(h.access()), b"first")
+        h.release()
+        self.client.put(k, b"second")
+        deadline = time.monotonic() + 2
+        seen = b"first"
+        while seen != b"second" and time.monotonic() < deadline:
+            h = other.get(k)
+            seen = bytes(h.access())
+            h.release()
+            time.sleep(0.01)
+        self.assertEqual(seen, b"second")
+        other.set_near_cache(0)
+        other.set_near_cache(max_bytes=1 << 20)
+        with self.assertRaises(ValueError):
+            other.set_near_cache(-1)
+        with self.assertRaises(TypeError):
+            other.set_near_cache("1MB")
+
     # ---- MemHolder ----------------------------------------------------------------------
 
     def test_holder_unchanged_by_overwrite_until_released(self):
