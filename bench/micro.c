@@ -740,6 +740,9 @@ int main(int argc, char **argv)
         cluster_stop(&tc);
         return 1;
     }
+    /* A released holder must not answer the next get (the near cache): every
+     * get row but get-weak-hit is a call to the owner. */
+    fx_set_near_cache(b.c, 0);
     char model[256], seg[256];
     cpu_model(model, sizeof model);
     segment_desc(b.c, seg, sizeof seg);
