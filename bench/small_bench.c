@@ -32,6 +32,12 @@
  * both systems, Fluxon first in even rounds and memcached first in odd ones.
  * Per row: the median and range of each system's rate and of the per-round
  * ratio fluxon / memcached. Exits 77 when memcached is not installed.
+ *
+ * FX_BENCH_SMALL_OWNERS=2 runs two owners instead of one: client thread t
+ * talks to owner t and key i lives on owner i % 2 (filled through it), so the
+ * two threads of a row never share an owner's loop. What a second loop in one
+ * owner could give at most (issue 21, Build item 5) is what this row gains,
+ * since two owner processes are two loops with nothing shared but the master.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -107,6 +113,7 @@ typedef struct mc_conn {
 
 typedef struct bench {
     int rounds;
+    int owners; /* 1, or 2: thread t on owner t (FX_BENCH_SMALL_OWNERS) */
     long ops_small, ops_large;
     test_cluster tc;
     bool cluster_up;
@@ -146,7 +153,9 @@ static uint8_t stamp_last(int idx) { return (uint8_t)(idx * 13 + 5); }
 
 static int fx_op(worker *w, const char *key, size_t klen, int idx)
 {
-    fx_client *c = w->b->fx[w->t];
+    /* With two owners key idx lives on owner idx % 2, whose client is
+     * fx[idx % 2]: a timed thread's keys are all its own owner's. */
+    fx_client *c = w->b->fx[w->b->owners > 1 ? idx % w->b->owners : w->t];
     fx_holder *h = NULL;
     int r = w->op == OP_PUT          ? fx_put(c, key, klen, w->b->value[w->t], w->size)
             : w->op == OP_PUT_NOWAIT ? fx_put_nowait(c, key, klen, w->b->value[w->t], w->size)
@@ -475,12 +484,12 @@ static int mc_start(bench *b)
 static int fx_start(bench *b)
 {
     const char *args[] = {"--placement", "local", NULL};
-    if (cluster_start_args(&b->tc, SEGMENT, args) != 0)
+    if (cluster_start_n(&b->tc, b->owners, SEGMENT, args) != 0)
         return -1;
     b->cluster_up = true;
     for (int t = 0; t < MAX_THREADS; t++) {
         int err = 0;
-        b->fx[t] = fx_connect(b->tc.sockets[0], &err);
+        b->fx[t] = fx_connect(b->tc.sockets[t % b->owners], &err);
         if (!b->fx[t]) {
             fprintf(stderr, "%s: fx_connect: %s (%s)\n", prog, fx_strerror(err),
                     fx_last_error_detail());
@@ -510,11 +519,17 @@ static int teardown(bench *b)
 
 static int read_settings(bench *b)
 {
-    double rounds = ROUNDS, ops = OPS_SMALL;
+    double rounds = ROUNDS, ops = OPS_SMALL, owners = 1;
     if (env_number(prog, "FX_BENCH_SMALL_ROUNDS", MAX_ROUNDS, false, &rounds) < 0 ||
-        env_number(prog, "FX_BENCH_SMALL_OPS", OPS_MAX, false, &ops) < 0)
+        env_number(prog, "FX_BENCH_SMALL_OPS", OPS_MAX, false, &ops) < 0 ||
+        env_number(prog, "FX_BENCH_SMALL_OWNERS", MAX_THREADS, false, &owners) < 0)
         return -1;
     b->rounds = (int)rounds;
+    b->owners = (int)owners;
+    if (b->owners < 1) {
+        fprintf(stderr, "%s: FX_BENCH_SMALL_OWNERS must be 1 or 2\n", prog);
+        return -1;
+    }
     b->ops_small = (long)ops;
     b->ops_large = b->ops_small / 4 ? b->ops_small / 4 : 1;
     if (b->rounds < 1 || b->ops_small < 1) {
@@ -529,7 +544,7 @@ int main(int argc, char **argv)
     (void)argv;
     if (argc > 1) {
         fprintf(stderr, "usage: %s (no arguments; env FX_BENCH_SMALL_ROUNDS, "
-                        "FX_BENCH_SMALL_OPS: ops per thread and pass at 4 KiB)\n", prog);
+                        "FX_BENCH_SMALL_OPS: ops per thread and pass at 4 KiB, FX_BENCH_SMALL_OWNERS: 1 or 2)\n", prog);
         return 2;
     }
     if (access(MC_BIN, X_OK) != 0) {
@@ -557,8 +572,9 @@ int main(int argc, char **argv)
         printf("%s: %d rounds, alternating; memcached %s -t 4 (RAM); %s x %ld CPUs\n", prog,
                b->rounds, b->mc_version, cpu, sysconf(_SC_NPROCESSORS_ONLN));
         printf("  %d keys a row; %ld ops a thread a pass (4 KiB), %ld (64 KiB); fluxon: "
-               "1 master + 1 owner, --placement local\n",
-               KEYS, b->ops_small, b->ops_large);
+               "1 master + %d owner%s, --placement local\n",
+               KEYS, b->ops_small, b->ops_large, b->owners,
+               b->owners > 1 ? "s (thread t on owner t)" : "");
         fflush(stdout);
         if (run_rounds(b) < 0)
             rc = 1;

@@ -13,6 +13,11 @@
  * must still be open. A header declaring a body one byte over the 64 KiB
  * limit of unregistered peers is closed at once. Meanwhile and after, the
  * cluster serves a put and a get.
+ *
+ * Under ASan the master's freed buffers stay resident in the allocator's
+ * quarantine (256 MiB by default), so the buffers of the connections closed
+ * for the budget would count as held (+20-51 MiB here): the master this test
+ * starts runs with quarantine_size_mb=0, which changes nothing elsewhere.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,6 +64,11 @@ int main(void)
         printf("skip: too few open files allowed for %d connections\n", CONNS);
         return 77;
     }
+    const char *asan = getenv("ASAN_OPTIONS");
+    char asan_opts[512];
+    snprintf(asan_opts, sizeof asan_opts, "%s%squarantine_size_mb=0", asan ? asan : "",
+             asan && *asan ? ":" : "");
+    setenv("ASAN_OPTIONS", asan_opts, 1);
     static test_cluster tc;
     char budget[32];
     snprintf(budget, sizeof budget, "%dMiB", BUDGET_MIB);
