@@ -38,6 +38,8 @@
  * two threads of a row never share an owner's loop. What a second loop in one
  * owner could give at most (issue 21, Build item 5) is what this row gains,
  * since two owner processes are two loops with nothing shared but the master.
+ * FX_BENCH_SMALL_GET_THREADS=N sets the owners' get_threads (default: the
+ * owner's own, 1): 0 has the loop answer every get, as before get threads.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -114,6 +116,7 @@ typedef struct mc_conn {
 typedef struct bench {
     int rounds;
     int owners; /* 1, or 2: thread t on owner t (FX_BENCH_SMALL_OWNERS) */
+    int get_threads; /* the owners' get_threads (FX_BENCH_SMALL_GET_THREADS), -1: their default */
     long ops_small, ops_large;
     test_cluster tc;
     bool cluster_up;
@@ -484,7 +487,10 @@ static int mc_start(bench *b)
 static int fx_start(bench *b)
 {
     const char *args[] = {"--placement", "local", NULL};
-    if (cluster_start_n(&b->tc, b->owners, SEGMENT, args) != 0)
+    char yaml[64] = "";
+    if (b->get_threads >= 0)
+        snprintf(yaml, sizeof yaml, "get_threads: %d\n", b->get_threads);
+    if (cluster_start_yaml(&b->tc, b->owners, SEGMENT, args, yaml) != 0)
         return -1;
     b->cluster_up = true;
     for (int t = 0; t < MAX_THREADS; t++) {
@@ -519,11 +525,13 @@ static int teardown(bench *b)
 
 static int read_settings(bench *b)
 {
-    double rounds = ROUNDS, ops = OPS_SMALL, owners = 1;
+    double rounds = ROUNDS, ops = OPS_SMALL, owners = 1, get_threads = -1;
     if (env_number(prog, "FX_BENCH_SMALL_ROUNDS", MAX_ROUNDS, false, &rounds) < 0 ||
         env_number(prog, "FX_BENCH_SMALL_OPS", OPS_MAX, false, &ops) < 0 ||
-        env_number(prog, "FX_BENCH_SMALL_OWNERS", MAX_THREADS, false, &owners) < 0)
+        env_number(prog, "FX_BENCH_SMALL_OWNERS", MAX_THREADS, false, &owners) < 0 ||
+        env_number(prog, "FX_BENCH_SMALL_GET_THREADS", 16, true, &get_threads) < 0)
         return -1;
+    b->get_threads = (int)get_threads;
     b->rounds = (int)rounds;
     b->owners = (int)owners;
     if (b->owners < 1) {
@@ -544,7 +552,8 @@ int main(int argc, char **argv)
     (void)argv;
     if (argc > 1) {
         fprintf(stderr, "usage: %s (no arguments; env FX_BENCH_SMALL_ROUNDS, "
-                        "FX_BENCH_SMALL_OPS: ops per thread and pass at 4 KiB, FX_BENCH_SMALL_OWNERS: 1 or 2)\n", prog);
+                        "FX_BENCH_SMALL_OPS: ops per thread and pass at 4 KiB, FX_BENCH_SMALL_OWNERS: 1 or 2, "
+                        "FX_BENCH_SMALL_GET_THREADS: the owners' get_threads)\n", prog);
         return 2;
     }
     if (access(MC_BIN, X_OK) != 0) {

@@ -2,15 +2,45 @@
  * api.c - fx_get, fx_get_into, fx_delete, fx_stat, fx_stat_master and fx_ping
  * (puts are in put.c, batches in batch.c).
  *
- * get: the weak index first, else ExternalGet, whose answer is an
- * (offset, len, holder id) in the segment, checked against the segment size
- * before it becomes a holder.
+ * get: the weak index first, else ExternalGet (on the connection's get lane
+ * first, see get_request), whose answer is an (offset, len, holder id) in the
+ * segment, checked against the segment size before it becomes a holder.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client.h"
+
+/* ExternalGet on a pooled connection: on its get lane first when it has one
+ * (an answer from the owner's get cache, by one of its get threads), then,
+ * when the lane answers holder 0 (not in that cache), on the connection
+ * itself, whose owner loop runs the whole get. A lane that fails is dropped
+ * and the connection asked instead. Returns as client_request does. */
+static int get_request(fx_client *c, const Fx__ExternalGetReq *req, ProtobufCMessage **resp)
+{
+    int err = 0;
+    *resp = NULL;
+    xconn *x = client_conn_get(c, &err);
+    if (!x)
+        return err;
+    if (x->lane) {
+        err = client_call(c, x->lane, MSG_EXT_GET, &req->base, resp);
+        if (err) {
+            client_conn_close(x->lane);
+            x->lane = NULL;
+            client_clear_error();
+        } else if (msg_status(*resp) || ((Fx__ExternalGetResp *)*resp)->holder_id) {
+            goto answered;
+        }
+        msg_free(*resp);
+        *resp = NULL;
+    }
+    err = client_call(c, x, MSG_EXT_GET, &req->base, resp);
+answered:
+    client_conn_put(c, x, err != 0);
+    return err ? err : client_answer_status(*resp);
+}
 
 int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
 {
@@ -29,7 +59,7 @@ int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
     Fx__ExternalGetReq req = FX__EXTERNAL_GET_REQ__INIT;
     req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     ProtobufCMessage *m;
-    r = client_request(c, MSG_EXT_GET, &req.base, &m);
+    r = get_request(c, &req, &m);
     if (r) {
         msg_free(m);
         return r;

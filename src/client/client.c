@@ -85,7 +85,7 @@ fx_client *fx_connect(const char *socket_path, int *err)
 
     Fx__ExternalHelloResp *hello = NULL;
     int seg_fd = -1;
-    e = client_open(c, 0, &c->session_fd, &hello, &seg_fd);
+    e = client_open(c, 0, &c->session_fd, &hello, &seg_fd, NULL);
     if (e)
         goto fail;
     c->client_id = hello->client_id;

@@ -25,6 +25,9 @@
 typedef struct xconn {
     int fd;
     uint64_t next_req_id;
+    /* The connection's get lane (a get thread of the owner; see
+     * ExternalHelloReq in fluxon.proto), NULL without one. */
+    struct xconn *lane;
     struct xconn *next;
 } xconn;
 
@@ -155,14 +158,20 @@ int client_call_many(fx_client *c, xconn *x, uint16_t type, size_t n,
  * transport's or the response's own (with its detail recorded). */
 int client_request(fx_client *c, uint16_t type, const ProtobufCMessage *req,
                    ProtobufCMessage **resp);
+/* The status of an answer, its detail recorded as the last error when not 0. */
+int client_answer_status(const ProtobufCMessage *resp);
 /* Sends a one-way request. */
 int client_notify(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage *req);
 /* Reads one whole frame from fd into a malloc'd body. */
 int client_read_frame(int fd, frame_hdr *h, uint8_t **body, int timeout_ms);
 /* Connects a Unix socket and sends ExternalHello; for the session connection
- * (client_id 0) also receives the segment fd. */
+ * (client_id 0) also receives the segment fd (seg_fd), for a further one
+ * asks for a get lane (lane_fd non-NULL: its fd, or -1 when the owner gave
+ * none). */
 int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHelloResp **hello,
-                int *seg_fd);
+                int *seg_fd, int *lane_fd);
+/* Where a holder release goes: the connection's get lane if it has one. */
+xconn *client_release_conn(xconn *x);
 
 /* put.c: the wake function of put_copy.h for a put on connection x: a
  * one-way ExternalPing. A failed write leaves failed set: the connection may

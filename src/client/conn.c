@@ -8,6 +8,7 @@
  * can never be read as the answer to a later request.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,11 +216,14 @@ int client_request(fx_client *c, uint16_t type, const ProtobufCMessage *req,
         return err;
     err = client_call(c, x, type, req, resp);
     client_conn_put(c, x, err != 0);
-    if (err)
-        return err;
-    int st = msg_status(*resp);
+    return err ? err : client_answer_status(*resp);
+}
+
+int client_answer_status(const ProtobufCMessage *resp)
+{
+    int st = msg_status(resp);
     if (st)
-        client_fail(st, "%s", msg_detail(*resp));
+        client_fail(st, "%s", msg_detail(resp));
     return st;
 }
 
@@ -229,8 +233,9 @@ int client_notify(fx_client *c, xconn *x, uint16_t type, const ProtobufCMessage 
 }
 
 int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHelloResp **hello,
-                int *seg_fd)
+                int *seg_fd, int *lane_fd)
 {
+    bool takes_fd = seg_fd || lane_fd;
     /* Non-blocking, so that every wait goes through poll with the call's
      * deadline (FLUXON_TIMEOUT_MS) and a stuck owner cannot hang a caller. */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -246,6 +251,7 @@ int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHello
     Fx__ExternalHelloReq req = FX__EXTERNAL_HELLO_REQ__INIT;
     req.version = EXT_PROTOCOL_VERSION;
     req.client_id = client_id;
+    req.want_get_lane = lane_fd != NULL;
     int r = send_frame(fd, MSG_EXT_HELLO, 0, 0, &req.base, c->timeout_ms);
     if (r) {
         close(fd);
@@ -255,8 +261,8 @@ int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHello
     int passed = -1;
     frame_hdr h;
     uint8_t *body = NULL;
-    if (seg_fd) {
-        /* The segment fd arrives with the first byte of the response. */
+    if (takes_fd) {
+        /* A passed fd arrives with the first byte of the response. */
         r = fdpass_recv(fd, hdr, sizeof hdr, &passed, c->timeout_ms);
         if (r == -ETIMEDOUT) {
             close(fd);
@@ -312,6 +318,14 @@ int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHello
         }
         *seg_fd = passed;
     }
+    if (lane_fd) {
+        /* Every wait goes through poll, as on fd. */
+        if (passed >= 0 && fcntl(passed, F_SETFL, fcntl(passed, F_GETFL) | O_NONBLOCK) < 0) {
+            close(passed);
+            passed = -1;
+        }
+        *lane_fd = passed;
+    }
     *out_fd = fd;
     return 0;
 fail:
@@ -343,7 +357,8 @@ xconn *client_conn_get(fx_client *c, int *err)
         return NULL;
     }
     Fx__ExternalHelloResp *hello = NULL;
-    int r = client_open(c, c->client_id, &x->fd, &hello, NULL);
+    int lane_fd = -1;
+    int r = client_open(c, c->client_id, &x->fd, &hello, NULL, &lane_fd);
     if (r) {
         free(x);
         *err = r;
@@ -351,13 +366,29 @@ xconn *client_conn_get(fx_client *c, int *err)
     }
     msg_free(&hello->base);
     x->next_req_id = 1;
+    if (lane_fd >= 0) {
+        x->lane = calloc(1, sizeof *x->lane);
+        if (x->lane) {
+            x->lane->fd = lane_fd;
+            x->lane->next_req_id = 1;
+        } else {
+            close(lane_fd); /* the connection serves gets itself */
+        }
+    }
     return x;
+}
+
+xconn *client_release_conn(xconn *x)
+{
+    return x->lane ? x->lane : x;
 }
 
 void client_conn_close(xconn *x)
 {
     if (!x)
         return;
+    if (x->lane)
+        client_conn_close(x->lane);
     close(x->fd);
     free(x);
 }

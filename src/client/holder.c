@@ -47,7 +47,8 @@ void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n)
     int err;
     xconn *x = client_conn_get(c, &err);
     if (x) /* when the owner is gone, it has already reclaimed the holder */
-        client_conn_put(c, x, client_notify(c, x, MSG_EXT_DELETE_ACK, &req.base) != 0);
+        client_conn_put(c, x,
+                        client_notify(c, client_release_conn(x), MSG_EXT_DELETE_ACK, &req.base) != 0);
 }
 
 static void holder_destroy(fx_holder *h)

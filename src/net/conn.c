@@ -734,6 +734,32 @@ static void on_connection(uv_stream_t *server, int status)
         l->on_accept(c, l->ud);
 }
 
+net_conn *net_conn_adopt_unix(uv_loop_t *loop, int fd, const net_conn_ops *ops, void *data,
+                              const char *peer)
+{
+    net_conn *c = conn_alloc(loop, ops);
+    if (!c)
+        return NULL;
+    if (uv_pipe_init(loop, &c->h.pipe, 0) < 0) {
+        free(c);
+        return NULL;
+    }
+    c->h.handle.data = c;
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    if (uv_pipe_open(&c->h.pipe, fd) < 0) {
+        close(fd); /* not the handle's yet */
+        c->open = true;
+        net_conn_close(c);
+        return NULL;
+    }
+    if (conn_start(c) < 0) {
+        net_conn_close(c);
+        return NULL;
+    }
+    c->data = data; /* on_close runs for connections that were adopted only */
+    return c;
+}
+
 net_listener *net_listen(uv_loop_t *loop, const char *addr, bool is_unix, const net_conn_ops *ops,
                          net_accept_fn on_accept, void *ud, int *err)
 {

@@ -70,6 +70,13 @@ int net_listener_port(const net_listener *l);
 /* Stops listening and closes every connection it accepted that is still open. */
 void net_listener_close(net_listener *l);
 
+/* A connection over fd, a connected Unix stream socket this process already
+ * holds (one end of a socketpair), served on loop from now on: reading starts
+ * at once, with data as its net_conn_data and peer as its name in logs. The
+ * connection owns fd (closed with it, also when this fails). Returns NULL
+ * when out of memory or when libuv refuses fd. */
+net_conn *net_conn_adopt_unix(uv_loop_t *loop, int fd, const net_conn_ops *ops, void *data,
+                              const char *peer);
 /* Connects over TCP to host (a name, an IPv4 or an IPv6 literal, brackets
  * optional) and port. A literal is connected to at once; a name is looked up
  * on libuv's thread pool first, so the loop never waits for DNS. on_connect

@@ -117,7 +117,7 @@ static void answer_slot(owner *o, const get_waiter *w, memory_info *mi, bool cac
     batch_join *j = w->ctx;
     batch_slot *s = &j->slots[w->slot];
     if (mi) {
-        mi->refs++; /* released by join_free, after the holdings took theirs */
+        holders_mi_ref(o, mi); /* released by join_free, after the holdings took theirs */
         s->mi = mi;
         s->cacheable = cacheable;
         s->source = source;

@@ -57,17 +57,60 @@ static void session_detach(owner *o, session *s, net_conn *c)
 {
     if (s->events == c) {
         s->events = NULL;
+        pthread_mutex_lock(&o->hold_lock); /* get threads read dead (get_lanes.c) */
         s->dead = true;
         size_t n = HASH_COUNT(s->holdings);
+        pthread_mutex_unlock(&o->hold_lock);
         if (n)
             FX_LOG(INFO, "external %llu went away; reclaiming %zu holder(s)",
                    (unsigned long long)s->client_id, n);
         holders_session_release_all(o, s);
     }
-    if (--s->conns == 0) {
+    pthread_mutex_lock(&o->hold_lock);
+    bool last = --s->conns == 0; /* a lane's close may take the last one instead */
+    pthread_mutex_unlock(&o->hold_lock);
+    if (last) {
         HASH_DEL(o->sessions, s);
         free(s);
     }
+}
+
+/* Sends a raw frame with fd beside it (SCM_RIGHTS) on c, which must have
+ * nothing queued: the fd rides on a raw sendmsg beside libuv's write queue,
+ * which keeps the byte stream in order only then, and the loop thread must
+ * never wait for a peer that does not read (timeout 0). A peer whose socket
+ * cannot take a few dozen bytes now is not reading, and is dropped. */
+static void reply_with_fd(net_conn *c, const frame_hdr *h, const ProtobufCMessage *resp, int fd,
+                          const char *what)
+{
+    if (net_conn_write_queue(c) > 0) {
+        FX_LOG_LIMITED(WARN, "%s: ExternalHello while earlier answers are unread; closing",
+                       net_conn_peer(c));
+        net_conn_close(c);
+        return;
+    }
+    size_t len;
+    uint8_t *buf = msg_encode(h->type, FRAME_RESPONSE, h->req_id, resp, &len);
+    int r = buf ? fdpass_send(net_conn_fd(c), buf, len, fd, 0) : -ENOMEM;
+    free(buf);
+    if (r < 0) {
+        FX_LOG_LIMITED(WARN, "%s: cannot pass the %s: %s", net_conn_peer(c), what, strerror(-r));
+        net_conn_close(c);
+    }
+}
+
+/* An attaching connection asked for a get lane: the answer carries the
+ * client's end of one (get_lanes.c), or nothing when none could be made. */
+static void reply_with_lane(owner *o, net_conn *c, const frame_hdr *h, session *s,
+                            Fx__ExternalHelloResp *resp)
+{
+    int fd = owner_get_lane_open(o, s);
+    if (fd < 0) {
+        net_reply(c, h, &resp->base);
+        return;
+    }
+    reply_with_fd(c, h, &resp->base, fd, "get lane");
+    close(fd); /* the lane's thread has the other end; a failed pass ends it (EOF) */
 }
 
 static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHelloReq *req)
@@ -92,18 +135,20 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
                             (unsigned long long)req->client_id);
             return;
         }
+        pthread_mutex_lock(&o->hold_lock);
         s->conns++;
+        pthread_mutex_unlock(&o->hold_lock);
         ec->s = s;
         net_conn_handshake_done(c);
         net_conn_set_max_body(c, EXT_MAX_BODY);
         resp.client_id = s->client_id;
-        net_reply(c, h, &resp.base);
+        if (req->want_get_lane && o->lanes)
+            reply_with_lane(o, c, h, s, &resp);
+        else
+            net_reply(c, h, &resp.base);
         return;
     }
-    /* The segment fd rides on a raw sendmsg beside libuv's write queue: that
-     * keeps the byte stream in order only while nothing is queued, and the
-     * loop thread must never wait for a peer that does not read. */
-    if (net_conn_write_queue(c) > 0) {
+    if (net_conn_write_queue(c) > 0) { /* see reply_with_fd */
         FX_LOG_LIMITED(WARN, "%s: ExternalHello while earlier answers are unread; closing",
                        net_conn_peer(c));
         net_conn_close(c);
@@ -122,17 +167,7 @@ static void on_hello(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalHel
     net_conn_handshake_done(c);
     net_conn_set_max_body(c, EXT_MAX_BODY);
     resp.client_id = s->client_id;
-    /* The segment fd rides with the response: encode it here and send it with
-     * SCM_RIGHTS on the raw socket, without waiting (timeout 0): a peer whose
-     * socket cannot take a few dozen bytes now is not reading, and is dropped. */
-    size_t len;
-    uint8_t *buf = msg_encode(h->type, FRAME_RESPONSE, h->req_id, &resp.base, &len);
-    int r = buf ? fdpass_send(net_conn_fd(c), buf, len, o->seg.fd, 0) : -ENOMEM;
-    free(buf);
-    if (r < 0) {
-        FX_LOG_LIMITED(WARN, "%s: cannot pass the segment: %s", net_conn_peer(c), strerror(-r));
-        net_conn_close(c);
-    }
+    reply_with_fd(c, h, &resp.base, o->seg.fd, "segment"); /* the segment rides with it */
 }
 
 /* ---- delete, acks, stat, ping ------------------------------------------ */

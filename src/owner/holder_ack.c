@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "common/u64_array.h"
 #include "fluxon/fluxon.h"
 
 #define OWNER_ACK_BATCH 256u
@@ -48,18 +49,11 @@ void owner_ack_holder(owner *o, uint64_t master_holder_id)
                (unsigned long long)master_holder_id);
         return;
     }
-    if (o->n_acks == o->cap_acks) {
-        size_t cap = o->cap_acks ? o->cap_acks * 2 : OWNER_ACK_BATCH;
-        uint64_t *n = realloc(o->acks, cap * sizeof *n);
-        if (!n) {
-            FX_LOG(ERROR, "out of memory queueing a holder ack; holder %llu stays held",
-                   (unsigned long long)master_holder_id);
-            return;
-        }
-        o->acks = n;
-        o->cap_acks = cap;
+    if (u64_array_push(&o->acks, &o->n_acks, &o->cap_acks, OWNER_ACK_BATCH, master_holder_id)) {
+        FX_LOG(ERROR, "out of memory queueing a holder ack; holder %llu stays held",
+               (unsigned long long)master_holder_id);
+        return;
     }
-    o->acks[o->n_acks++] = master_holder_id;
     if (o->n_acks >= OWNER_ACK_BATCH)
         owner_holder_ack_flush(o);
     else if (o->n_acks == 1)

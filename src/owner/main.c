@@ -9,7 +9,7 @@
  *                [--large-limit-size S1,S2] [--log-level LEVEL]
  *                [--max-client-connections N] [--max-peer-connections N]
  *                [--handshake-timeout DUR] [--receive-buffer-budget SIZE]
- *                [--master-wait DUR] [--put-pool-size SIZE]
+ *                [--master-wait DUR] [--put-pool-size SIZE] [--get-threads N]
  *
  * Every YAML key can be given as a flag; flags override the file. Bad values
  * are startup errors naming the key, exit code 2; so is an SSD tier
@@ -47,7 +47,8 @@ static void usage(FILE *f)
                "                    [--log-level LEVEL]\n"
                "                    [--max-client-connections N] [--max-peer-connections N]\n"
                "                    [--handshake-timeout DURATION] [--receive-buffer-budget SIZE]\n"
-               "                    [--master-wait DURATION] [--put-pool-size SIZE]\n");
+               "                    [--master-wait DURATION] [--put-pool-size SIZE]\n"
+               "                    [--get-threads N]\n");
 }
 
 static uv_signal_t sig_term, sig_int;
@@ -106,6 +107,7 @@ int main(int argc, char **argv)
         {"receive-buffer-budget", required_argument, 0, 'R'},
         {"master-wait", required_argument, 0, 'W'},
         {"put-pool-size", required_argument, 0, 'G'},
+        {"get-threads", required_argument, 0, 'g'},
         {"help", no_argument, 0, '?'},
         {0, 0, 0, 0},
     };
@@ -117,7 +119,7 @@ int main(int argc, char **argv)
         ['H'] = "fluxonkv_spec.use_hugepages", ['D'] = "data_listen", ['A'] = "data_advertise",
         ['X'] = "max_client_connections", ['Y'] = "max_peer_connections",
         ['T'] = "handshake_timeout", ['R'] = "receive_buffer_budget", ['W'] = "master_wait",
-        ['G'] = "fluxonkv_spec.put_pool_size",
+        ['G'] = "fluxonkv_spec.put_pool_size", ['g'] = "get_threads",
     };
     fx_log_init("owner");
     signal(SIGPIPE, SIG_IGN);
@@ -211,6 +213,7 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    pthread_mutex_init(&o.hold_lock, NULL);
     o.loop = uv_default_loop();
     if (!(o.write_scope = net_write_scope_new()))
         FX_LOG(WARN, "out of memory: no write scope; each connection gathers only its answers");
@@ -242,7 +245,13 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if (owner_get_lanes_start(&o, err, sizeof err) < 0) {
+        fprintf(stderr, "fluxon-owner: %s\n", err);
+        owner_stop(&o, 1);
+    }
     uv_run(o.loop, UV_RUN_DEFAULT);
+    /* The get threads go first, while the sessions they serve still stand. */
+    owner_get_lanes_stop(&o);
     /* Orderly teardown: stop the SSD tier taking work, close the master link
      * (pending SSD commits complete and release their guards) and every
      * connection, fail the client requests still waiting for a master, run

@@ -18,10 +18,19 @@
  * holding that points at it; the external's MemHolder references an external
  * holding by id. When a memory_info's last reference goes, its master holder
  * id is batched to the master (BatchDeleteAck).
+ *
+ * The exception to the one thread: get threads (get_lanes.c, owner YAML
+ * get_threads) answer gets from the get cache on lanes of their own and take
+ * the releases of what they handed out. What they share with the loop is
+ * guarded by hold_lock (holders.c says what), and the few side effects they
+ * cause on the loop's state (acks, access reports, a session's end) are
+ * queued and run by the loop.
  */
 #ifndef FX_OWNER_OWNER_H
 #define FX_OWNER_OWNER_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -54,14 +63,18 @@ typedef struct ext_holding {
     UT_hash_handle hh;
 } ext_holding;
 
-/* One external client: its session connection and every holder it holds. */
+/* One external client: its session connection and every holder it holds.
+ * conns, dead, holdings and next_holding_id are guarded by the owner's
+ * hold_lock (get threads hold sessions too); the loop alone changes
+ * owner.sessions. */
 typedef struct session {
     uint64_t client_id;
     net_conn *events; /* the session connection; its close ends the session */
-    int conns;        /* open connections attached to this session */
+    int conns;        /* open connections attached to this session, lanes included */
     bool dead;
     ext_holding *holdings;
     uint64_t next_holding_id;
+    struct session *reap_next; /* get_lanes.c: its last connection was a lane's */
     UT_hash_handle hh;
 } session;
 
@@ -185,7 +198,9 @@ typedef struct owner {
     uv_timer_t connect_timer;
     uint64_t connect_deadline_ms; /* the first registration's deadline (startup) */
     uint64_t reconnect_ms;        /* the next reconnect's delay after a loss (backoff) */
-    uint64_t hits_memory, hits_ssd, misses;
+    atomic_uint_fast64_t hits_memory, hits_ssd, misses; /* get threads count hits too */
+    pthread_mutex_t hold_lock; /* holders.c: what the get threads share with the loop */
+    struct get_lanes *lanes;   /* get_lanes.c: NULL without get threads */
     struct replica_index *index; /* what this owner holds (replica_index.h, index_ops.c) */
     ext_put *started_puts; /* every put between PutStart's answer and TransferEnd */
     struct put_pool *put_pool; /* put_pool.c: grants for puts that skip PutStart */
@@ -324,19 +339,38 @@ int owner_ext_listen(owner *o);
 void owner_ext_invalidate(owner *o, ProtobufCBinaryData *keys, size_t n);
 
 
-/* holders.c */
+/* holders.c (each call takes hold_lock unless it says _locked) */
 /* A memory_info with one reference, the caller's (dropped with holders_mi_unref). */
 memory_info *holders_mi_new(owner *o, const void *key, size_t klen, uint64_t master_holder_id,
                             uint64_t offset, uint64_t len, int source);
+void holders_mi_ref(owner *o, memory_info *mi);
+/* On the loop: the last reference acknowledges the master holder. */
 void holders_mi_unref(owner *o, memory_info *mi);
+/* Frees a memory_info without references that is in no cache. */
+void holders_mi_free(memory_info *mi);
 memory_info *holders_cache_find(owner *o, const void *key, size_t klen);
 void holders_cache_insert(owner *o, memory_info *mi);
 void holders_cache_drop(owner *o, const void *key, size_t klen);
 void holders_cache_clear(owner *o);
 /* A new external holding of mi for session s; returns its id (0: no memory). */
 uint64_t holders_session_add(owner *o, session *s, memory_info *mi);
+uint64_t holders_session_add_locked(session *s, memory_info *mi);
 /* Releases session s's holding id; false when s has no such holding. */
 bool holders_session_release(owner *o, session *s, uint64_t id);
+/* The same with hold_lock held, off the loop: *last is the memory_info whose
+ * last reference that was (the caller acknowledges and frees it), or NULL. */
+bool holders_session_release_locked(session *s, uint64_t id, memory_info **last);
 void holders_session_release_all(owner *o, session *s);
+
+/* get_lanes.c: get threads (cfg.get_threads) */
+/* Starts them (none for get_threads 0). 0, or -1 with why in err. */
+int owner_get_lanes_start(owner *o, char *err, size_t errlen);
+/* A lane for session s (counted in s->conns) on the next get thread; returns
+ * the client's end of its socket pair, or -1 (no get threads, or none could
+ * be made: the client goes on without). */
+int owner_get_lane_open(owner *o, session *s);
+/* At shutdown, before the sessions go: closes every lane, joins the threads
+ * and runs what they left queued. */
+void owner_get_lanes_stop(owner *o);
 
 #endif

@@ -34,6 +34,7 @@ static const struct cfg_key owner_keys[] = {
     {"cluster_secret_file", CK_STR_OPT, OWNER_F(cluster_secret_file), 0, 0, NULL},
     {"max_client_connections", CK_COUNT, OWNER_F(max_client_connections), 0, 1, NULL},
     {"max_peer_connections", CK_COUNT, OWNER_F(max_peer_connections), 0, 1, NULL},
+    {"get_threads", CK_COUNT, OWNER_F(get_threads), 0, 0, NULL},
     {"handshake_timeout", CK_DURATION, OWNER_F(handshake_timeout_ms), 0, 1, NULL},
     {"receive_buffer_budget", CK_SIZE, OWNER_F(receive_buffer_budget), 0, 1, NULL},
     {"master_wait", CK_DURATION, OWNER_F(master_wait_ms), 0, 1, NULL},
@@ -62,6 +63,7 @@ void owner_config_init(owner_config *c)
     c->log_level = -1;
     c->max_client_connections = 4096;
     c->max_peer_connections = 4096;
+    c->get_threads = 2;
     c->handshake_timeout_ms = 5000;
     c->receive_buffer_budget = 256ull << 20;
     c->master_wait_ms = 10000;
@@ -154,6 +156,9 @@ int owner_config_validate(const owner_config *c, char *err, size_t errlen)
         cfg_check_hostport("data_advertise", c->data_advertise, false, err, errlen) < 0 ||
         cfg_check_log_level(c->log_level, err, errlen) < 0)
         return -1;
+    if (c->get_threads > OWNER_GET_THREADS_MAX)
+        return cfg_err(err, errlen, "get_threads: %u is more than %u", c->get_threads,
+                       OWNER_GET_THREADS_MAX);
     if (c->data_advertise && addr_hostport_is_wildcard(c->data_advertise))
         return cfg_err(err, errlen,
                        "data_advertise: '" CFG_QUOTE "' is a wildcard address; peers need one "

@@ -21,6 +21,11 @@
  *                                           # open at once on the client socket
  *   max_peer_connections: 4096              # optional, default 4096, >= 1: inbound
  *                                           # connections open at once on the data plane
+ *   get_threads: 2                          # optional, default 2, 0..16: threads beside
+ *                                           # the loop that answer clients' gets from
+ *                                           # the owner's get cache (get_lanes.c),
+ *                                           # connections spread over them in turn;
+ *                                           # 0: the loop answers every get
  *   handshake_timeout: 5s                   # optional, default 5s, > 0: a client without
  *                                           # ExternalHello, a peer without HELLO by then
  *                                           # is closed
@@ -64,6 +69,7 @@
 #define OWNER_NODE_NAME_MAX 63
 
 #define OWNER_PUT_POOL_AUTO UINT64_MAX
+#define OWNER_GET_THREADS_MAX 16u
 
 typedef struct owner_config {
     char *cluster_name;     /* default "fluxon" */
@@ -75,6 +81,7 @@ typedef struct owner_config {
                                 * (then data_listen must stay on loopback) */
     int log_level;          /* -1: not set */
     unsigned max_client_connections; /* default 4096, >= 1 */
+    unsigned get_threads;            /* default 2, <= OWNER_GET_THREADS_MAX */
     unsigned max_peer_connections;   /* default 4096, >= 1 */
     uint64_t handshake_timeout_ms;   /* default 5000, > 0 */
     uint64_t receive_buffer_budget;  /* default 256 MiB, > 0 */

@@ -38,7 +38,8 @@ typedef struct report {
     int failed; /* the first failure of an earlier chunk */
 } report;
 
-static int pin_add(report *rp, memory_info *mi)
+/* Keeps mi referenced until the answer; locked: the caller holds hold_lock. */
+static int pin_add(report *rp, memory_info *mi, bool locked)
 {
     if (rp->n_pins == rp->cap_pins) {
         size_t cap = rp->cap_pins ? rp->cap_pins * 2 : 64;
@@ -48,7 +49,10 @@ static int pin_add(report *rp, memory_info *mi)
         rp->pins = n;
         rp->cap_pins = cap;
     }
-    mi->refs++;
+    if (locked)
+        mi->refs++;
+    else
+        holders_mi_ref(rp->o, mi);
     rp->pins[rp->n_pins++] = mi;
     return 0;
 }
@@ -61,16 +65,23 @@ static int collect_pins(report *rp)
     owner *o = rp->o;
     uint64_t gen = ++o->report_gen;
     session *s, *stmp;
+    int r = 0;
+    pthread_mutex_lock(&o->hold_lock); /* get threads change holdings (get_lanes.c) */
     HASH_ITER(hh, o->sessions, s, stmp) {
         ext_holding *eh, *etmp;
         HASH_ITER(hh, s->holdings, eh, etmp) {
             if (eh->mi->report_gen == gen)
                 continue;
             eh->mi->report_gen = gen;
-            if (pin_add(rp, eh->mi) < 0)
-                return -1;
+            if ((r = pin_add(rp, eh->mi, true)) < 0)
+                break;
         }
+        if (r < 0)
+            break;
     }
+    pthread_mutex_unlock(&o->hold_lock);
+    if (r < 0)
+        return -1;
     /* A put's range while its client may still write it (until
      * TransferEnd), a get's target while something may still fill it. */
     ext_put *p;
@@ -78,7 +89,7 @@ static int collect_pins(report *rp)
         if (!p->pin && !(p->pin = holders_mi_new(o, p->key, p->klen, 0, p->offset, p->len,
                                                  FX_SRC_MEMORY)))
             return -1;
-        if (pin_add(rp, p->pin) < 0)
+        if (pin_add(rp, p->pin, false) < 0)
             return -1;
     }
     pending_get *pg, *gtmp;
@@ -88,7 +99,7 @@ static int collect_pins(report *rp)
         if (!pg->pin && !(pg->pin = holders_mi_new(o, pg->key, pg->klen, 0, pg->offset, pg->len,
                                                    FX_SRC_MEMORY)))
             return -1;
-        if (pin_add(rp, pg->pin) < 0)
+        if (pin_add(rp, pg->pin, false) < 0)
             return -1;
     }
     return 0;

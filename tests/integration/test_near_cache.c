@@ -95,7 +95,7 @@ static bool becomes(fx_client *c, const char *key, char fill, size_t len)
 
 static void stop_owner(void)
 {
-    REQUIRE(kill(tc.owner_pid, SIGSTOP) == 0, "SIGSTOP the owner");
+    REQUIRE(test_stop_process(tc.owner_pid) == 0, "SIGSTOP the owner (every thread)");
 }
 
 static void cont_owner(void)

@@ -1019,6 +1019,31 @@ static void test_owner_master_wait(void)
     EXPECT_OWNER_ERR(OWNER_BASE "  master_wait: 1s\n", "fluxonkv_spec.master_wait: unknown key");
 }
 
+/* get_threads: threads that answer gets from the get cache (get_lanes.c);
+ * default 2, 0..16, also as the flag --get-threads. */
+static void test_owner_get_threads(void)
+{
+    char err[512];
+    owner_config o;
+    owner_config_init(&o);
+    CHECK(o.get_threads == 2, "get_threads defaults to 2: %u", o.get_threads);
+    REQUIRE(owner_config_load(&o, write_tmp(OWNER_BASE "get_threads: 0\n"), err, sizeof err) == 0,
+            "load: %s", err);
+    CHECK(o.get_threads == 0 && owner_config_validate(&o, err, sizeof err) == 0,
+          "get_threads: 0 (the loop answers every get): %s", err);
+    CHECK(owner_config_set(&o, "get-threads", "16", err, sizeof err) == 0 && o.get_threads == 16 &&
+              owner_config_validate(&o, err, sizeof err) == 0,
+          "get-threads flag 16: %s", err);
+    CHECK(owner_config_set(&o, "get-threads", "17", err, sizeof err) == 0 &&
+              owner_config_validate(&o, err, sizeof err) == -1 &&
+              contains(err, "get_threads: 17 is more than 16"),
+          "get-threads 17 refused: %s", err);
+    owner_config_free(&o);
+    EXPECT_OWNER_ERR(OWNER_BASE "get_threads: 99\n", "get_threads: 99 is more than 16");
+    EXPECT_OWNER_ERR(OWNER_BASE "get_threads: -1\n", "get_threads: invalid count");
+    EXPECT_OWNER_ERR(OWNER_BASE "get_threads: two\n", "get_threads: invalid count");
+}
+
 static void test_hostport(void)
 {
     char host[64];
@@ -1073,6 +1098,7 @@ int main(void)
     test_hostport();
     test_connection_limits();
     test_owner_master_wait();
+    test_owner_get_threads();
     cleanup();
     return test_finish();
 }

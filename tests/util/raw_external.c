@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fluxon/fluxon.h"
+#include "net/fdpass.h"
 
 ProtobufCMessage *raw_external_call(int fd, uint16_t type, const ProtobufCMessage *req)
 {
@@ -48,7 +49,7 @@ ProtobufCMessage *raw_external_call(int fd, uint16_t type, const ProtobufCMessag
     }
 }
 
-int raw_external_open(const char *socket_path)
+static int connect_unix(const char *socket_path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(socket_path) >= sizeof sa.sun_path)
@@ -61,15 +62,73 @@ int raw_external_open(const char *socket_path)
         close(fd);
         return -1;
     }
+    return fd;
+}
+
+int raw_external_open_session(const char *socket_path, uint64_t *client_id)
+{
+    int fd = connect_unix(socket_path);
+    if (fd < 0)
+        return -1;
     Fx__ExternalHelloReq hello = FX__EXTERNAL_HELLO_REQ__INIT;
     hello.version = 1;
     ProtobufCMessage *m = raw_external_call(fd, MSG_EXT_HELLO, &hello.base);
     int ok = m && msg_status(m) == 0;
+    if (ok && client_id)
+        *client_id = ((Fx__ExternalHelloResp *)m)->client_id;
     msg_free(m);
     if (!ok) {
         close(fd);
         return -1;
     }
+    return fd;
+}
+
+int raw_external_open(const char *socket_path)
+{
+    return raw_external_open_session(socket_path, NULL);
+}
+
+int raw_external_attach(const char *socket_path, uint64_t client_id, int *lane_fd)
+{
+    if (lane_fd)
+        *lane_fd = -1;
+    int fd = connect_unix(socket_path);
+    if (fd < 0)
+        return -1;
+    Fx__ExternalHelloReq hello = FX__EXTERNAL_HELLO_REQ__INIT;
+    hello.version = 1;
+    hello.client_id = client_id;
+    hello.want_get_lane = lane_fd != NULL;
+    size_t len;
+    uint8_t *buf = msg_encode(MSG_EXT_HELLO, 0, 1, &hello.base, &len);
+    int passed = -1;
+    uint8_t hdr[FRAME_HDR_LEN];
+    frame_hdr h;
+    uint8_t *body = NULL;
+    ProtobufCMessage *m = NULL;
+    bool sent = buf && send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len;
+    free(buf);
+    /* A passed fd arrives with the first byte of the answer. */
+    if (sent && fdpass_recv(fd, hdr, sizeof hdr, &passed, 5000) == 0) {
+        frame_hdr_decode(hdr, &h);
+        body = h.len <= FRAME_MAX_BODY ? malloc(h.len + 1) : NULL;
+        if (body && (!h.len || recv(fd, body, h.len, MSG_WAITALL) == (ssize_t)h.len))
+            m = msg_decode(h.type, true, body, h.len);
+    }
+    free(body);
+    int ok = m && msg_status(m) == 0;
+    msg_free(m);
+    if (!ok) {
+        if (passed >= 0)
+            close(passed);
+        close(fd);
+        return -1;
+    }
+    if (lane_fd)
+        *lane_fd = passed;
+    else if (passed >= 0)
+        close(passed);
     return fd;
 }
 

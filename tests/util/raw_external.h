@@ -14,6 +14,13 @@
  * the segment fd that comes with the answer is not taken). Returns the fd, or
  * -1. */
 int raw_external_open(const char *socket_path);
+/* raw_external_open that also gives the session's client id. */
+int raw_external_open_session(const char *socket_path, uint64_t *client_id);
+/* Attaches one more connection to session client_id, asking for a get lane
+ * (want_get_lane) when lane_fd is not NULL: *lane_fd is then the lane's fd
+ * that came with the answer, or -1 when none came. Returns the connection's
+ * fd, or -1 (with *lane_fd -1). */
+int raw_external_attach(const char *socket_path, uint64_t client_id, int *lane_fd);
 /* One request; returns the decoded response (free with msg_free), or NULL. */
 ProtobufCMessage *raw_external_call(int fd, uint16_t type, const ProtobufCMessage *req);
 /* ExternalPutStart of len bytes for key; fills *pid. Returns 0, or the status

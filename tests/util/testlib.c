@@ -5,7 +5,10 @@
 #include "testlib.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -171,4 +174,47 @@ int test_run_scenarios(int argc, char **argv, const test_scenario *scenarios, si
         return 1;
     }
     return test_finish();
+}
+
+/* Whether every thread of pid is in state T (stopped) now. */
+static bool all_threads_stopped(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    bool stopped = true;
+    struct dirent *e;
+    while (stopped && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char stat[320], buf[512];
+        snprintf(stat, sizeof stat, "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+        FILE *f = fopen(stat, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        const char *paren = strrchr(buf, ')'); /* "tid (comm) S ..." */
+        stopped = paren && paren[1] == ' ' && paren[2] == 'T';
+    }
+    closedir(d);
+    return stopped;
+}
+
+int test_stop_process(pid_t pid)
+{
+    if (kill(pid, SIGSTOP) != 0)
+        return -1;
+    for (int i = 0; i < 2000; i++) {
+        if (all_threads_stopped(pid))
+            return 0;
+        test_sleep_ms(1);
+    }
+    char cmd[96]; /* what was not stopped, for the failure's reader */
+    snprintf(cmd, sizeof cmd, "grep -H State /proc/%d/task/*/status >&2", (int)pid);
+    if (system(cmd) != 0)
+        fprintf(stderr, "process %d has no threads to show\n", (int)pid);
+    return -1;
 }

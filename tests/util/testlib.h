@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -63,6 +64,12 @@ int test_ipv6_loopback(void);
 /* Milliseconds on the monotonic clock, and a sleep of ms milliseconds. */
 uint64_t test_now_ms(void);
 void test_sleep_ms(unsigned ms);
+
+/* SIGSTOPs pid and returns once every thread of it is stopped (kill()
+ * returns before a thread running on another CPU has stopped, and a test
+ * that needs the process silent must not race it). 0, or -1 when it did not
+ * stop within 2 s. */
+int test_stop_process(pid_t pid);
 
 /* A program of named scenarios: test_run_scenarios runs the one named by
  * argv[1] (all of them without an argument), each after a line "== NAME",
