@@ -39,7 +39,9 @@
  * owner could give at most (issue 21, Build item 5) is what this row gains,
  * since two owner processes are two loops with nothing shared but the master.
  * FX_BENCH_SMALL_GET_THREADS=N sets the owners' get_threads (default: the
- * owner's own, 1): 0 has the loop answer every get, as before get threads.
+ * owner's own, 2): 0 has the loop answer every get, as before get threads.
+ * FX_BENCH_SMALL_ROWS=TEXT runs only the rows whose name contains TEXT
+ * (e.g. "owner-get"), for A/B runs of one kind of call.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -125,6 +127,7 @@ typedef struct bench {
     char mc_dir[64], mc_log[128], mc_addr[32], mc_version[32];
     mc_conn mc[MAX_THREADS];
     uint8_t *value[MAX_THREADS]; /* each thread's put buffer, MAX_VALUE bytes */
+    bool row_on[NROWS]; /* FX_BENCH_SMALL_ROWS */
     double rate[NROWS][NSYS][MAX_ROUNDS];
 } bench;
 
@@ -317,7 +320,7 @@ static int measure(bench *b, int ri, enum sys sys, double *rate)
 static int fill(bench *b)
 {
     for (int ri = 0; ri < NROWS; ri++) {
-        if (row_specs[ri].threads != 1)
+        if (row_specs[ri].threads != 1 || !b->row_on[ri])
             continue;
         for (int s = 0; s < NSYS; s++) {
             worker w = worker_of(b, &row_specs[ri], (enum sys)s, 0);
@@ -337,7 +340,7 @@ static int run_rounds(bench *b)
 {
     for (int r = 0; r < b->rounds; r++)
         for (int ri = 0; ri < NROWS; ri++)
-            for (int k = 0; k < NSYS; k++) {
+            for (int k = 0; k < NSYS && b->row_on[ri]; k++) {
                 enum sys s = (r & 1) ? (k ? SYS_FX : SYS_MC) : (k ? SYS_MC : SYS_FX);
                 if (measure(b, ri, s, &b->rate[ri][s][r]) < 0)
                     return -1;
@@ -359,6 +362,8 @@ static void stats(const double *v, int n, double out[3])
 static void report(const bench *b)
 {
     for (int ri = 0; ri < NROWS; ri++) {
+        if (!b->row_on[ri])
+            continue;
         double fx[3], mc[3], ratio[3], pair[MAX_ROUNDS];
         for (int r = 0; r < b->rounds; r++)
             pair[r] = b->rate[ri][SYS_FX][r] / b->rate[ri][SYS_MC][r];
@@ -532,6 +537,14 @@ static int read_settings(bench *b)
         env_number(prog, "FX_BENCH_SMALL_GET_THREADS", 16, true, &get_threads) < 0)
         return -1;
     b->get_threads = (int)get_threads;
+    const char *rows = getenv("FX_BENCH_SMALL_ROWS");
+    int n_on = 0;
+    for (int ri = 0; ri < NROWS; ri++)
+        n_on += b->row_on[ri] = !rows || strstr(row_specs[ri].name, rows) != NULL;
+    if (!n_on) {
+        fprintf(stderr, "%s: FX_BENCH_SMALL_ROWS='%s' names no row\n", prog, rows);
+        return -1;
+    }
     b->rounds = (int)rounds;
     b->owners = (int)owners;
     if (b->owners < 1) {
@@ -553,7 +566,8 @@ int main(int argc, char **argv)
     if (argc > 1) {
         fprintf(stderr, "usage: %s (no arguments; env FX_BENCH_SMALL_ROUNDS, "
                         "FX_BENCH_SMALL_OPS: ops per thread and pass at 4 KiB, FX_BENCH_SMALL_OWNERS: 1 or 2, "
-                        "FX_BENCH_SMALL_GET_THREADS: the owners' get_threads)\n", prog);
+                        "FX_BENCH_SMALL_GET_THREADS: the owners' get_threads, FX_BENCH_SMALL_ROWS: rows whose "
+                        "name contains it)\n", prog);
         return 2;
     }
     if (access(MC_BIN, X_OK) != 0) {
