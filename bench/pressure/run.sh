@@ -9,6 +9,7 @@
 #   bench/pressure/run.sh BUILD_DIR [--smoke] [--out DIR] [--systems "fluxon memcached redis"]
 #       [--payloads "1 4 8 16"] [--layouts "c1 c2 c4"] [--modes "holder bytes"]
 #       [--ssd "off on"] [--warmup S] [--window S] [--dram-mib N] [--ssd-gib N]
+#       [--get-threads N]
 #
 # Cases: payload P MiB - 128 B, keys = 2560 / P (about 2.5 GiB); 2 GiB of DRAM
 # per system (Fluxon: the owner's segment, all of it for replicas with
@@ -17,6 +18,8 @@
 # Layouts cN = procs x threads: c1=1x1, c2=1x2, c4=1x4, c8=2x4, c16=4x4.
 # Bootstrap paces puts at ~160 MiB/s as the spec does (6.25 ms per MiB).
 # --smoke: payload 4, c1, holder, 1 s warmup, 5 s window, no pacing.
+# --get-threads N: Fluxon's owners run N get threads (fluxon up --get-threads;
+# default: the owner's own), for A/B runs of them.
 set -uo pipefail
 
 build=${1:?usage: run.sh BUILD_DIR [options]}
@@ -33,6 +36,7 @@ window=30
 dram_mib=2048
 ssd_gib=16
 pace=1
+get_threads=""
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) payloads=4; layouts=c1; modes=holder; warmup=1; window=5; pace=0 ;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     --window) window=$2; shift ;;
     --dram-mib) dram_mib=$2; shift ;;
     --ssd-gib) ssd_gib=$2; shift ;;
+    --get-threads) get_threads=$2; shift ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -105,6 +110,7 @@ start_fluxon() {
   # maxmemory let their memory: the same 2 GiB for values on every system.
   local args=(up --dir "$fluxon_dir" --dram "${dram_mib}MB" --cache-budget 100)
   [ "$1" = on ] && args+=(--ssd "${ssd_gib}GB")
+  [ -n "$get_threads" ] && args+=(--get-threads "$get_threads")
   "$here/../../scripts/hugepages.sh" $((dram_mib * 1048576)) >/dev/null 2>&1
   addr=$("$fluxon" "${args[@]}" | head -1) || return 1
   server_pids="$(cat "$fluxon_dir/master.pid") $(cat "$fluxon_dir/owner0.pid")"

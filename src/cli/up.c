@@ -96,6 +96,7 @@ struct up_run {
     size_t n_owners;
     uint64_t ssd; /* each owner's SSD tier in bytes, 0 for none */
     const char *cache_budget; /* the master's --cache-budget, NULL: its default */
+    const char *get_threads;  /* each owner's --get-threads, NULL: its default */
 };
 
 static volatile sig_atomic_t up_signal;
@@ -729,7 +730,11 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, const
         if ((rc = write_owner_yaml(o->yaml, master, o->name, run->secret, dram, o->sock,
                                    run->ssd ? o->ssd : NULL, run->ssd)) != 0)
             return up_fail(run, NULL, "cannot write %s: %s", o->yaml, strerror(-rc));
-        char *owner_argv[] = {owner_bin, "--config", o->yaml, NULL};
+        char *owner_argv[] = {owner_bin, "--config", o->yaml, NULL, NULL, NULL};
+        if (run->get_threads) {
+            owner_argv[3] = "--get-threads";
+            owner_argv[4] = (char *)run->get_threads;
+        }
         if ((rc = proc_spawn(owner_argv, o->log, &o->pid)) != 0)
             return up_fail(run, NULL, "cannot start %s: %s", owner_bin, strerror(-rc));
         if ((rc = proc_pidfile_write(o->pid_path, o->pid)) != 0)
@@ -753,12 +758,13 @@ int cli_up(int argc, char **argv)
 {
     const char *dir_opt = NULL, *dram_opt = NULL, *ssd_opt = NULL, *owners_opt = NULL;
     const char *bin_dir = NULL, *budget_opt = NULL, *masters_opt = NULL, *pos[1];
+    const char *get_threads_opt = NULL;
     size_t npos;
     const struct args_opt opts[] = {
         {"--dir", NULL, &dir_opt, NULL},          {"--dram", NULL, &dram_opt, NULL},
         {"--ssd", NULL, &ssd_opt, NULL},          {"--owners", NULL, &owners_opt, NULL},
         {"--bin-dir", NULL, &bin_dir, NULL},      {"--cache-budget", NULL, &budget_opt, NULL},
-        {"--masters", NULL, &masters_opt, NULL},
+        {"--masters", NULL, &masters_opt, NULL},  {"--get-threads", NULL, &get_threads_opt, NULL},
     };
     const struct args_spec spec = {"up", opts, sizeof opts / sizeof opts[0], NULL, 0, 0};
     int rc = args_parse(&spec, argc, argv, pos, &npos);
@@ -801,6 +807,15 @@ int cli_up(int argc, char **argv)
             return usage_error("invalid --cache-budget '%s' (expected a percentage 1..100)",
                                budget_opt);
     }
+    if (get_threads_opt) {
+        char *end;
+        errno = 0;
+        long n = strtol(get_threads_opt, &end, 10);
+        if (errno || end == get_threads_opt || *end || n < 0 || n > 16)
+            return usage_error("invalid --get-threads '%s' (expected 0..16: the threads beside "
+                               "each owner's loop that answer gets, 0 for none)",
+                               get_threads_opt);
+    }
     uint64_t dram = GIB;
     if (dram_opt && (size_parse(dram_opt, &dram) != 0 || dram == 0))
         return usage_error("invalid --dram '%s' (expected a size such as 512MB or 2GB)",
@@ -837,7 +852,8 @@ int cli_up(int argc, char **argv)
                          .standby = masters > 1,
                          .n_owners = (size_t)owners,
                          .ssd = ssd,
-                         .cache_budget = budget_opt};
+                         .cache_budget = budget_opt,
+                         .get_threads = get_threads_opt};
     run.owners = calloc(run.n_owners, sizeof *run.owners);
     run.masters = calloc(run.n_masters, sizeof *run.masters);
     if (!run.owners || !run.masters) {

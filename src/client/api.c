@@ -15,7 +15,8 @@
 /* ExternalGet on a pooled connection: on its get lane first when it has one
  * (an answer from the owner's get cache, by one of its get threads), then,
  * when the lane answers holder 0 (not in that cache), on the connection
- * itself, whose owner loop runs the whole get. A lane that fails is dropped
+ * itself, whose owner loop runs the whole get. A key the lane missed last
+ * time goes to the loop at once (lane_hint.c). A lane that fails is dropped
  * and the connection asked instead. Returns as client_request does. */
 static int get_request(fx_client *c, const Fx__ExternalGetReq *req, ProtobufCMessage **resp)
 {
@@ -24,7 +25,11 @@ static int get_request(fx_client *c, const Fx__ExternalGetReq *req, ProtobufCMes
     xconn *x = client_conn_get(c, &err);
     if (!x)
         return err;
+    uint64_t hint = 0;
     if (x->lane) {
+        hint = lane_hint_hash(req->key.data, req->key.len);
+        if (lane_hint_skip(c, hint))
+            goto loop;
         err = client_call(c, x->lane, MSG_EXT_GET, &req->base, resp);
         if (err) {
             client_conn_close(x->lane);
@@ -36,7 +41,10 @@ static int get_request(fx_client *c, const Fx__ExternalGetReq *req, ProtobufCMes
         msg_free(*resp);
         *resp = NULL;
     }
+loop:
     err = client_call(c, x, MSG_EXT_GET, &req->base, resp);
+    if (hint && !err)
+        lane_hint_note(c, hint, !msg_status(*resp) && ((Fx__ExternalGetResp *)*resp)->cacheable);
 answered:
     client_conn_put(c, x, err != 0);
     return err ? err : client_answer_status(*resp);

@@ -47,6 +47,7 @@ struct fx_holder {
     struct fx_holder *near_prev, *near_next; /* the near cache, newest first */
 };
 
+#define CLIENT_LANE_HINT_SLOTS 4096u
 struct fx_client {
     char path[108];
     uint64_t client_id;
@@ -74,7 +75,17 @@ struct fx_client {
     char *hit_keys[CLIENT_HIT_REPORT_BATCH];
     size_t hit_lens[CLIENT_HIT_REPORT_BATCH];
     size_t n_hits;
+    /* Keys whose get skips the owner's get threads (lane_hint.c). */
+    atomic_uint_fast64_t lane_hint[CLIENT_LANE_HINT_SLOTS];
 };
+
+/* lane_hint.c: which gets go straight to the owner's loop. */
+uint64_t lane_hint_hash(const void *key, size_t klen);
+/* Whether the key of hash missed the get threads last time. */
+bool lane_hint_skip(fx_client *c, uint64_t hash);
+/* After the loop answered the key of hash: lane_would_answer when it is in
+ * the owner's get cache now (the answer was cacheable). */
+void lane_hint_note(fx_client *c, uint64_t hash, bool lane_would_answer);
 
 /* errors.c: the calling thread's detail message. Returns err. */
 int client_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -5,7 +5,7 @@
  * A get the get cache answers costs the owner no work of its own, only the
  * wake-ups of a request and an answer; with one loop those are serial, and
  * two client threads wait on one another's. Here get_threads threads (owner
- * YAML, default 1) each run a libuv loop of their own over lanes: one end of
+ * YAML, default 2) each run a libuv loop of their own over lanes: one end of
  * a socket pair per client connection that asked for one in its
  * ExternalHello (the other end rides to the client with the answer; see
  * ExternalHelloReq in fluxon.proto). A lane takes three requests:
@@ -33,6 +33,7 @@
 #include "owner/extcall.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -350,6 +351,9 @@ static void on_lane_wake(uv_async_t *a)
 static void lane_main(void *arg)
 {
     get_lane *lane = arg;
+    char name[16]; /* what top -H and /proc/PID/task/TID/comm show */
+    snprintf(name, sizeof name, "fx-get-%u", lane->index);
+    pthread_setname_np(pthread_self(), name);
     uv_run(&lane->loop, UV_RUN_DEFAULT);
 }
 

@@ -26,6 +26,7 @@ cleanup() {
   "$bin/fluxon" down --dir "$dir/race" >/dev/null 2>&1
   "$bin/fluxon" down --dir "$dir/updown" >/dev/null 2>&1
   "$bin/fluxon" down --dir "$dir/other-cluster" >/dev/null 2>&1
+  for d in budget gt0 gt3; do "$bin/fluxon" down --dir "$dir/$d" >/dev/null 2>&1; done
   [ -n "${decoy:-}" ] && pkill -P "$decoy" 2>/dev/null && kill "$decoy" 2>/dev/null
   for p in ${direct_pids:-}; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   [ -n "${FX_TEST_KEEP:-}" ] || rm -rf "$dir"
@@ -370,6 +371,20 @@ check "up --cache-budget 50 exits 0 (got $rc: $out)" test $rc -eq 0
 st=$("$bin/fluxon" stat --socket "$bdir/owner0.sock")
 check "stat shows half the segment as cache_budget ($st)" grep -q "cache_budget=33554432 " <<<"$st"
 "$bin/fluxon" down --dir "$bdir" >/dev/null 2>&1
+
+# ---- the owners' get threads ----------------------------------------------------
+"$bin/fluxon" up --dir "$dir/gt-bad" --get-threads 17 >/dev/null 2>&1; rc=$?
+check "up --get-threads 17 is a usage error (got $rc)" test $rc -eq 2
+declare -A gt_tasks
+for n in 0 3; do
+  gdir="$dir/gt$n"
+  out=$("$bin/fluxon" up --dir "$gdir" --dram 64MB --get-threads $n 2>&1); rc=$?
+  check "up --get-threads $n exits 0 (got $rc: $out)" test $rc -eq 0
+  gt_tasks[$n]=$(ls "/proc/$(cat "$gdir/owner0.pid")/task" 2>/dev/null | wc -l)
+  "$bin/fluxon" down --dir "$gdir" >/dev/null 2>&1
+done
+check "--get-threads 3 runs 3 threads more than 0 (${gt_tasks[3]} vs ${gt_tasks[0]})" \
+  test "$((gt_tasks[3] - gt_tasks[0]))" -eq 3
 
 # ---- an SSD tier per owner ------------------------------------------------------
 sdir="$dir/ssd"

@@ -24,8 +24,12 @@
  *             it or fail, and the owner goes on;
  *   threads   C API clients on two threads read what they wrote through the
  *             lanes (values checked byte for byte);
+ *   hint      a C API client sends a key that missed once straight to the
+ *             loop (the get threads, fx-get-N, do not wake for it), and back
+ *             to the lanes once the loop has cached the key;
  *   none      with get_threads 0 no lane is given and gets still work.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,6 +371,69 @@ static void test_threads(void)
     fx_close(c);
 }
 
+/* Voluntary context switches of the owner's get threads so far: each wakes
+ * once per request it serves. */
+static long lane_wakeups(void)
+{
+    char path[320];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)tc.owner_pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    long sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char comm[32] = "", line[128];
+        snprintf(path, sizeof path, "/proc/%d/task/%s/comm", (int)tc.owner_pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool lane = fgets(comm, sizeof comm, f) && strncmp(comm, "fx-get-", 7) == 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/proc/%d/task/%s/status", (int)tc.owner_pid, e->d_name);
+        if (!lane || !(f = fopen(path, "r")))
+            continue;
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0)
+                sum += atol(line + 24);
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+static void test_hint(fx_client *api)
+{
+    const char *key = "hint/later";
+    fx_holder *h = NULL;
+    CHECK(fx_get(api, key, strlen(key), &h) == FX_ENOTFOUND, "a missing key misses");
+    long before = lane_wakeups();
+    REQUIRE(before >= 0, "the owner's get threads are named fx-get-N");
+    int misses = 0;
+    for (int i = 0; i < 200; i++)
+        misses += fx_get(api, key, strlen(key), &h) == FX_ENOTFOUND;
+    long after = lane_wakeups();
+    CHECK(misses == 200, "every later get misses too (%d of 200)", misses);
+    CHECK(after - before < 40, "a key that missed goes straight to the loop: the get threads "
+                               "woke %ld times for 200 gets", after - before);
+    REQUIRE(put_fill(api, key, 'h', 4096) == 0, "put the key");
+    before = lane_wakeups();
+    int good = 0;
+    for (int i = 0; i < 200; i++) {
+        if (fx_get(api, key, strlen(key), &h) == 0 && fx_holder_len(h) == 4096 &&
+            ((const char *)fx_holder_data(h))[4095] == 'h')
+            good++;
+        fx_holder_release(h);
+        h = NULL;
+    }
+    after = lane_wakeups();
+    CHECK(good == 200, "once put, every get reads it (%d of 200)", good);
+    CHECK(after - before >= 150, "and the gets after the loop cached it go to the get threads "
+                                 "again (they woke %ld times for 200 gets)", after - before);
+}
+
 static void test_none(void)
 {
     REQUIRE(cluster_start_yaml(&tc, 1, SEG, NULL, "get_threads: 0\n") == 0,
@@ -409,6 +476,7 @@ int main(void)
     test_session(api);
     test_refused(api);
     test_threads();
+    test_hint(api);
     fx_close(api);
     CHECK(cluster_stop(&tc) == 0, "clean stop");
     test_none();
