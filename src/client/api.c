@@ -17,11 +17,14 @@
  * when the lane answers holder 0 (not in that cache), on the connection
  * itself, whose owner loop runs the whole get. A key the lane missed last
  * time goes to the loop at once (lane_hint.c). A lane that fails is dropped
- * and the connection asked instead. Returns as client_request does. */
-static int get_request(fx_client *c, const Fx__ExternalGetReq *req, ProtobufCMessage **resp)
+ * and the connection asked instead. *on_lane: the lane answered. Returns as
+ * client_request does. */
+static int get_request(fx_client *c, const Fx__ExternalGetReq *req, ProtobufCMessage **resp,
+                       bool *on_lane)
 {
     int err = 0;
     *resp = NULL;
+    *on_lane = false;
     xconn *x = client_conn_get(c, &err);
     if (!x)
         return err;
@@ -36,6 +39,7 @@ static int get_request(fx_client *c, const Fx__ExternalGetReq *req, ProtobufCMes
             x->lane = NULL;
             client_clear_error();
         } else if (msg_status(*resp) || ((Fx__ExternalGetResp *)*resp)->holder_id) {
+            *on_lane = true;
             goto answered;
         }
         msg_free(*resp);
@@ -67,7 +71,8 @@ int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
     Fx__ExternalGetReq req = FX__EXTERNAL_GET_REQ__INIT;
     req.key = (ProtobufCBinaryData){.len = klen, .data = (uint8_t *)key};
     ProtobufCMessage *m;
-    r = get_request(c, &req, &m);
+    bool on_lane;
+    r = get_request(c, &req, &m, &on_lane);
     if (r) {
         msg_free(m);
         return r;
@@ -76,16 +81,17 @@ int fx_get(fx_client *c, const char *key, size_t klen, fx_holder **out)
     uint64_t id = g->holder_id;
     if (g->offset > c->seg_size || g->len > c->seg_size - g->offset) {
         msg_free(m);
-        holder_ack_ids(c, &id, 1);
+        holder_ack_ids(c, &id, 1, on_lane);
         return client_fail(FX_EPROTO, "owner answered a range outside its segment");
     }
     h = holder_new(c, key, klen, g);
     bool cacheable = g->cacheable;
     msg_free(m);
     if (!h) {
-        holder_ack_ids(c, &id, 1);
+        holder_ack_ids(c, &id, 1, on_lane);
         return client_fail(FX_ENOMEM, "out of memory");
     }
+    h->via_lane = on_lane;
     if (cacheable)
         holder_index_offer(c, h, epoch);
     *out = h;

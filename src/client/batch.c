@@ -64,7 +64,7 @@ int fx_batch_get(fx_client *c, size_t n, const char *const *keys, const size_t *
             if (unused)
                 unused[n_unused++] = g->holder_id;
         }
-        holder_ack_ids(c, unused, n_unused);
+        holder_ack_ids(c, unused, n_unused, false);
         free(unused);
         msg_free(&r->base);
     }

@@ -22,7 +22,7 @@ static void ack_all(fx_client *c, const Fx__ExternalBatchGetResp *r)
     for (size_t j = 0; ids && j < r->n_results; j++)
         if (r->results[j] && !r->results[j]->status && r->results[j]->holder_id)
             ids[k++] = r->results[j]->holder_id;
-    holder_ack_ids(c, ids, k); /* out of memory: they stay until fx_close */
+    holder_ack_ids(c, ids, k, false); /* out of memory: they stay until fx_close */
     free(ids);
 }
 

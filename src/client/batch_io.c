@@ -117,7 +117,7 @@ static int batch_get_sink(fx_client *c, size_t n, const char *const *keys, const
         }
         sink_deliver(s, i, caps[i], c->base + g->offset, g->len);
     }
-    holder_ack_ids(c, ids, n_ids);
+    holder_ack_ids(c, ids, n_ids, false);
     msg_free(&r->base);
 out:
     free(slot);

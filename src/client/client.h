@@ -42,6 +42,7 @@ struct fx_holder {
     char *key;
     size_t klen;
     bool near; /* released and kept by the near cache (refs 0, indexed) */
+    bool via_lane; /* given by a get thread of the owner: released there too */
     UT_hash_handle hh;                /* weak index, by key */
     struct fx_holder *prev, *next;    /* every live holder, for fx_close */
     struct fx_holder *near_prev, *near_next; /* the near cache, newest first */
@@ -181,8 +182,11 @@ int client_read_frame(int fd, frame_hdr *h, uint8_t **body, int timeout_ms);
  * none). */
 int client_open(fx_client *c, uint64_t client_id, int *out_fd, Fx__ExternalHelloResp **hello,
                 int *seg_fd, int *lane_fd);
-/* Where a holder release goes: the connection's get lane if it has one. */
-xconn *client_release_conn(xconn *x);
+/* Where a holder release goes: the connection's get lane when the holders
+ * came from one (via_lane) and it has one, else the connection, whose loop
+ * gave them: a release that wakes a get thread for the loop's holders costs a
+ * thread's wake-up beside the loop's for nothing. */
+xconn *client_release_conn(xconn *x, bool via_lane);
 
 /* put.c: the wake function of put_copy.h for a put on connection x: a
  * one-way ExternalPing. A failed write leaves failed set: the connection may
@@ -199,8 +203,8 @@ fx_holder *holder_index_get(fx_client *c, const char *key, size_t klen);
 /* Tells the owner (ExternalDeleteAck) that these holder ids are released:
  * holders it handed out that the client will never wrap (a failed batch, an
  * answer out of bounds, out of memory), so they do not stay pinned until
- * fx_close. */
-void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n);
+ * fx_close. via_lane: a get thread gave them (client_release_conn). */
+void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n, bool via_lane);
 fx_holder *holder_new(fx_client *c, const char *key, size_t klen, const Fx__ExternalGetResp *r);
 /* Puts h in the weak index if no invalidation happened since epoch. */
 void holder_index_offer(fx_client *c, fx_holder *h, uint64_t epoch);

@@ -378,9 +378,9 @@ xconn *client_conn_get(fx_client *c, int *err)
     return x;
 }
 
-xconn *client_release_conn(xconn *x)
+xconn *client_release_conn(xconn *x, bool via_lane)
 {
-    return x->lane ? x->lane : x;
+    return via_lane && x->lane ? x->lane : x;
 }
 
 void client_conn_close(xconn *x)

@@ -37,7 +37,7 @@
 #define NEAR_DEFAULT_MAX (8ull << 20)
 #define NEAR_TRIM_BATCH 64 /* holders acknowledged per ExternalDeleteAck when trimming */
 
-void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n)
+void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n, bool via_lane)
 {
     if (!n)
         return;
@@ -48,7 +48,7 @@ void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n)
     xconn *x = client_conn_get(c, &err);
     if (x) /* when the owner is gone, it has already reclaimed the holder */
         client_conn_put(c, x,
-                        client_notify(c, client_release_conn(x), MSG_EXT_DELETE_ACK, &req.base) != 0);
+                        client_notify(c, client_release_conn(x, via_lane), MSG_EXT_DELETE_ACK, &req.base) != 0);
 }
 
 static void holder_destroy(fx_holder *h)
@@ -86,7 +86,7 @@ static void near_trim(fx_client *c, uint64_t max)
         pthread_mutex_unlock(&c->index_lock);
         if (!n)
             return;
-        holder_ack_ids(c, ids, n);
+        holder_ack_ids(c, ids, n, false);
         for (size_t i = 0; i < n; i++)
             holder_destroy(gone[i]);
     }
@@ -198,6 +198,8 @@ void holder_index_offer(fx_client *c, fx_holder *h, uint64_t epoch)
 
 void holder_index_invalidate(fx_client *c, const void *key, size_t klen)
 {
+    /* The owner's get cache no longer has it either: the next get asks the loop. */
+    lane_hint_note(c, lane_hint_hash(key, klen), false);
     pthread_mutex_lock(&c->index_lock);
     atomic_fetch_add(&c->inval_epoch, 1);
     fx_holder *h, *gone = NULL;
@@ -213,7 +215,7 @@ void holder_index_invalidate(fx_client *c, const void *key, size_t klen)
     }
     pthread_mutex_unlock(&c->index_lock);
     if (gone) {
-        holder_ack_ids(c, &gone->holder_id, 1);
+        holder_ack_ids(c, &gone->holder_id, 1, gone->via_lane);
         holder_destroy(gone);
     }
 }
@@ -293,7 +295,7 @@ void fx_holder_release(fx_holder *h)
     DL_DELETE(c->live, h);
     pthread_mutex_unlock(&c->index_lock);
 
-    holder_ack_ids(c, &h->holder_id, 1);
+    holder_ack_ids(c, &h->holder_id, 1, h->via_lane);
     holder_destroy(h);
 }
 

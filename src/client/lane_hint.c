@@ -6,8 +6,11 @@
  * else it answers holder 0 and the client asks the loop (api.c,
  * get_request): a second round trip. A key that misses, or that the loop
  * serves without caching (it is not in the owner's memory), would pay it on
- * every get. So the client remembers such keys by hash in a fixed table, one
- * per slot (a collision forgets the other key: a hint, nothing more), and
+ * every get, and so would the first get after every put. So the client
+ * remembers such keys by hash in a fixed table, one per slot (a collision
+ * forgets the other key: a hint, nothing more): keys whose lane missed, and
+ * keys whose version changed (this client's puts and deletes, the
+ * invalidations pushed to it: the owner's get cache dropped them too). It
  * forgets a key when the loop answers it from or into its cache. Asking the
  * loop is always correct; the table only chooses between one round trip and
  * two. Slots are relaxed atomics: any thread may read and write them.

@@ -26,7 +26,9 @@
  *             lanes (values checked byte for byte);
  *   hint      a C API client sends a key that missed once straight to the
  *             loop (the get threads, fx-get-N, do not wake for it), and back
- *             to the lanes once the loop has cached the key;
+ *             to the lanes once the loop has cached the key; the first get
+ *             after its own put goes to the loop too, and the holders the
+ *             loop gave (single or batch) are released to the loop;
  *   none      with get_threads 0 no lane is given and gets still work.
  */
 #include <dirent.h>
@@ -432,6 +434,46 @@ static void test_hint(fx_client *api)
     CHECK(good == 200, "once put, every get reads it (%d of 200)", good);
     CHECK(after - before >= 150, "and the gets after the loop cached it go to the get threads "
                                  "again (they woke %ld times for 200 gets)", after - before);
+
+    /* The first get after this client's own put: the owner's get cache lost
+     * the key with the put, so it goes to the loop at once. */
+    enum { N = 40 };
+    char keys[N][32];
+    const char *kp[N];
+    size_t kl[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof keys[i], "hint/own/%d", i);
+        kp[i] = keys[i];
+        kl[i] = strlen(keys[i]);
+        REQUIRE(put_fill(api, keys[i], 'o', 1024) == 0, "put %s", keys[i]);
+    }
+    before = lane_wakeups();
+    good = 0;
+    for (int i = 0; i < N; i++) {
+        good += fx_get(api, kp[i], kl[i], &h) == 0 && fx_holder_len(h) == 1024;
+        fx_holder_release(h); /* a holder of the loop's: released to the loop */
+        h = NULL;
+    }
+    after = lane_wakeups();
+    CHECK(good == N, "the gets after the puts read them (%d of %d)", good, N);
+    CHECK(after - before < N / 4, "the first get after this client's put, and its release, do "
+                                  "not wake the get threads (%ld times for %d gets)",
+          after - before, N);
+
+    /* A batch's holders come from the loop: their release goes there. */
+    before = lane_wakeups();
+    int batches = 0;
+    for (int round = 0; round < N; round++) {
+        fx_holder *hs[4] = {0};
+        int res[4];
+        batches += fx_batch_get(api, 4, kp + (round % (N - 4)), kl + (round % (N - 4)), hs, res) == 0;
+        for (int i = 0; i < 4; i++)
+            fx_holder_release(hs[i]);
+    }
+    after = lane_wakeups();
+    CHECK(batches == N, "the batch gets work (%d of %d)", batches, N);
+    CHECK(after - before < N / 4, "releasing a batch's holders does not wake the get threads "
+                                  "(%ld times for %d batches)", after - before, N);
 }
 
 static void test_none(void)
