@@ -28,11 +28,12 @@ asan-test: deps
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		ctest $(CTEST_FLAGS) -j 2 -LE fuzz
 
-# ThreadSanitizer over the tests of the multi-threaded pieces (the SSD engine).
+# ThreadSanitizer over the tests of the multi-threaded pieces (the SSD engine,
+# the owner's get threads beside its loop, the client's threads on one pool).
 tsan-test: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DFX_TSAN=ON >/dev/null
 	@cmake --build build-tsan -j $(JOBS)
-	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest $(CTEST_FLAGS) -R ssd
+	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest $(CTEST_FLAGS) -R 'ssd|get_lanes|near_cache'
 
 # fx_bench_cluster starts two owners of FX_BENCH_SEGMENT_MIB (default 1024) each: huge
 # pages are reserved for both first (root only; never lowers the reservation).
