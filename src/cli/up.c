@@ -754,6 +754,16 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, const
     return CLI_OK;
 }
 
+/* A whole decimal number in text, into *out: true, or false for anything
+ * else (a sign, no digits, trailing text, out of long's range). */
+static bool parse_long(const char *text, long *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtol(text, &end, 10);
+    return !errno && end != text && !*end;
+}
+
 int cli_up(int argc, char **argv)
 {
     const char *dir_opt = NULL, *dram_opt = NULL, *ssd_opt = NULL, *owners_opt = NULL;
@@ -773,10 +783,7 @@ int cli_up(int argc, char **argv)
 
     long owners = 1;
     if (owners_opt) {
-        char *end;
-        errno = 0;
-        owners = strtol(owners_opt, &end, 10);
-        if (errno || end == owners_opt || *end || owners < 1)
+        if (!parse_long(owners_opt, &owners) || owners < 1)
             return usage_error("invalid --owners '%s' (expected a positive integer)",
                                owners_opt);
         if (owners > UP_MAX_OWNERS)
@@ -784,10 +791,7 @@ int cli_up(int argc, char **argv)
     }
     long masters = 1;
     if (masters_opt) {
-        char *end;
-        errno = 0;
-        masters = strtol(masters_opt, &end, 10);
-        if (errno || end == masters_opt || *end || masters < 1)
+        if (!parse_long(masters_opt, &masters) || masters < 1)
             return usage_error("invalid --masters '%s' (expected a positive integer: 1 for one "
                                "master, 2 or more for standby masters on etcd)",
                                masters_opt);
@@ -807,15 +811,12 @@ int cli_up(int argc, char **argv)
             return usage_error("invalid --cache-budget '%s' (expected a percentage 1..100)",
                                budget_opt);
     }
-    if (get_threads_opt) {
-        char *end;
-        errno = 0;
-        long n = strtol(get_threads_opt, &end, 10);
-        if (errno || end == get_threads_opt || *end || n < 0 || n > 16)
-            return usage_error("invalid --get-threads '%s' (expected 0..16: the threads beside "
-                               "each owner's loop that answer gets, 0 for none)",
-                               get_threads_opt);
-    }
+    long get_threads;
+    if (get_threads_opt && (!parse_long(get_threads_opt, &get_threads) || get_threads < 0 ||
+                            get_threads > 16))
+        return usage_error("invalid --get-threads '%s' (expected 0..16: the threads beside "
+                           "each owner's loop that answer gets, 0 for none)",
+                           get_threads_opt);
     uint64_t dram = GIB;
     if (dram_opt && (size_parse(dram_opt, &dram) != 0 || dram == 0))
         return usage_error("invalid --dram '%s' (expected a size such as 512MB or 2GB)",

@@ -46,9 +46,10 @@ void holder_ack_ids(fx_client *c, const uint64_t *ids, size_t n, bool via_lane)
     req.holder_ids = (uint64_t *)ids;
     int err;
     xconn *x = client_conn_get(c, &err);
-    if (x) /* when the owner is gone, it has already reclaimed the holder */
-        client_conn_put(c, x,
-                        client_notify(c, client_release_conn(x, via_lane), MSG_EXT_DELETE_ACK, &req.base) != 0);
+    if (!x) /* when the owner is gone, it has already reclaimed the holder */
+        return;
+    int sent = client_notify(c, client_release_conn(x, via_lane), MSG_EXT_DELETE_ACK, &req.base);
+    client_conn_put(c, x, sent != 0);
 }
 
 static void holder_destroy(fx_holder *h)

@@ -33,11 +33,10 @@ bool lane_hint_skip(fx_client *c, uint64_t hash)
 void lane_hint_note(fx_client *c, uint64_t hash, bool lane_would_answer)
 {
     atomic_uint_fast64_t *slot = &c->lane_hint[hash % CLIENT_LANE_HINT_SLOTS];
-    if (!lane_would_answer) {
+    uint_fast64_t expected = hash; /* clears the slot only if it is this key's */
+    if (!lane_would_answer)
         atomic_store_explicit(slot, hash, memory_order_relaxed);
-    } else if (atomic_load_explicit(slot, memory_order_relaxed) == hash) {
-        uint_fast64_t expected = hash;
+    else
         atomic_compare_exchange_strong_explicit(slot, &expected, 0, memory_order_relaxed,
                                                 memory_order_relaxed);
-    }
 }
