@@ -738,9 +738,12 @@ net_conn *net_conn_adopt_unix(uv_loop_t *loop, int fd, const net_conn_ops *ops, 
                               const char *peer)
 {
     net_conn *c = conn_alloc(loop, ops);
-    if (!c)
+    if (!c) {
+        close(fd);
         return NULL;
+    }
     if (uv_pipe_init(loop, &c->h.pipe, 0) < 0) {
+        close(fd);
         free(c);
         return NULL;
     }

@@ -90,6 +90,7 @@ struct get_lanes {
     uint8_t *access; /* {u32 len, key bytes} per read */
     size_t access_len, access_cap;
     session *reap; /* by reap_next */
+    unsigned open; /* lanes open (hold_lock); at most max_client_connections */
 };
 
 /* ---- queued for the loop (hold_lock held) ------------------------------- */
@@ -179,6 +180,7 @@ static void session_leave(struct get_lanes *ls, session *s)
 {
     owner *o = ls->o;
     pthread_mutex_lock(&o->hold_lock);
+    ls->open--;
     bool last = --s->conns == 0;
     if (last) {
         s->reap_next = ls->reap;
@@ -439,6 +441,17 @@ int owner_get_lane_open(owner *o, session *s)
     struct get_lanes *ls = o->lanes;
     if (!ls)
         return -1;
+    /* A lane outlives the connection that asked for it (it is one of the
+     * session's connections), so lanes are bounded on their own: as many as
+     * client connections, and the owner's fd limit is raised for both. */
+    pthread_mutex_lock(&o->hold_lock);
+    bool full = ls->open >= o->cfg.max_client_connections;
+    pthread_mutex_unlock(&o->hold_lock);
+    if (full) {
+        FX_LOG_LIMITED(WARN, "no get lane for external %llu: %u lanes open (max_client_connections)",
+                       (unsigned long long)s->client_id, o->cfg.max_client_connections);
+        return -1;
+    }
     int fds[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) {
         FX_LOG_LIMITED(WARN, "no get lane for external %llu: socketpair: %s",
@@ -456,6 +469,7 @@ int owner_get_lane_open(owner *o, session *s)
     hd->s = s;
     pthread_mutex_lock(&o->hold_lock);
     s->conns++;
+    ls->open++;
     pthread_mutex_unlock(&o->hold_lock);
     pthread_mutex_lock(&lane->inbox_lock);
     hd->next = lane->inbox;

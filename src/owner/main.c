@@ -164,7 +164,8 @@ int main(int argc, char **argv)
     if (o.cfg.log_level >= 0)
         fx_log_threshold = o.cfg.log_level;
     /* Both listeners may reach their caps; more for peers, the master, the SSD tier. */
-    fd_limit_raise((unsigned long)o.cfg.max_client_connections + o.cfg.max_peer_connections + 256);
+    fd_limit_raise((unsigned long)o.cfg.max_client_connections * (o.cfg.get_threads ? 2 : 1) +
+                   o.cfg.max_peer_connections + 256); /* lanes: get_lanes.c */
     if (!owner_master_is_etcd(o.cfg.master) &&
         config_parse_hostport(o.cfg.master, o.master_host, sizeof o.master_host, &o.master_port) < 0) {
         fprintf(stderr, "fluxon-owner: master: '%s' is not HOST:PORT\n", o.cfg.master);

@@ -29,7 +29,11 @@
  *             to the lanes once the loop has cached the key; the first get
  *             after its own put goes to the loop too, and the holders the
  *             loop gave (single or batch) are released to the loop;
- *   none      with get_threads 0 no lane is given and gets still work.
+ *   none      with get_threads 0 no lane is given and gets still work;
+ *   cap       lanes outlive the connections that asked for them, so they are
+ *             bounded on their own (max_client_connections: 4): a fifth is
+ *             refused (the connection attaches without one) while the four
+ *             still answer, and once one closes a new one is given.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -521,6 +525,53 @@ static void test_none(void)
     CHECK(cluster_stop(&tc) == 0, "clean stop");
 }
 
+#define LANE_CAP 4
+
+static void test_cap(void)
+{
+    REQUIRE(cluster_start_yaml(&tc, 1, SEG, NULL, "max_client_connections: 4\n") == 0,
+            "a cluster with max_client_connections 4");
+    uint64_t id = 0;
+    int session = raw_external_open_session(tc.socket, &id);
+    REQUIRE(session >= 0, "a raw session");
+    int lanes[LANE_CAP];
+    for (int i = 0; i < LANE_CAP; i++) {
+        int conn = raw_external_attach(tc.socket, id, &lanes[i]);
+        REQUIRE(conn >= 0 && lanes[i] >= 0, "attach %d gets a lane", i + 1);
+        close(conn); /* its lane stays, one of the session's connections */
+    }
+    int lane = 0;
+    int conn = raw_external_attach(tc.socket, id, &lane);
+    CHECK(conn >= 0 && lane == -1, "with %d lanes open the next attach gets none (lane fd %d)",
+          LANE_CAP, lane);
+    if (conn >= 0)
+        CHECK(answers_ping(conn), "and that connection is served");
+    if (conn >= 0)
+        close(conn);
+    if (lane >= 0)
+        close(lane);
+    int answering = 0;
+    for (int i = 0; i < LANE_CAP; i++)
+        answering += answers_ping(lanes[i]);
+    CHECK(answering == LANE_CAP, "the %d open lanes all answer (%d do)", LANE_CAP, answering);
+    close(lanes[0]);
+    lane = -1;
+    for (int i = 0; i < 100 && lane < 0; i++) { /* the lane's thread sees the close soon */
+        conn = raw_external_attach(tc.socket, id, &lane);
+        if (conn >= 0)
+            close(conn);
+        if (lane < 0)
+            test_sleep_ms(10);
+    }
+    CHECK(lane >= 0 && answers_ping(lane), "once a lane closed a new one is given");
+    if (lane >= 0)
+        close(lane);
+    for (int i = 1; i < LANE_CAP; i++)
+        close(lanes[i]);
+    close(session);
+    CHECK(cluster_stop(&tc) == 0, "clean stop");
+}
+
 int main(void)
 {
     REQUIRE(cluster_start(&tc, SEG) == 0, "cluster starts");
@@ -539,5 +590,6 @@ int main(void)
     fx_close(api);
     CHECK(cluster_stop(&tc) == 0, "clean stop");
     test_none();
+    test_cap();
     return test_finish();
 }
