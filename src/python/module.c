@@ -1,5 +1,7 @@
 /*
- * module.c - the `fluxon` Python module: its types, exceptions and constants.
+ * module.c - `fluxon._native`, the C part of the `fluxon` Python package
+ * (python/fluxon/__init__.py re-exports it): its types, exceptions and
+ * constants.
  *
  * import fluxon; c = fluxon.Client(socket); c.put(key, buf);
  * h = c.get(key) -> MemHolder (zero-copy, buffer protocol, DLPack).
@@ -10,7 +12,7 @@
 
 static struct PyModuleDef fluxon_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "fluxon",
+    .m_name = "fluxon._native",
     .m_doc = PyDoc_STR("Fluxon KV client: Client(socket).put / get / delete / batch_put / "
                        "batch_get /\nbatch_exists / prefix_hits; get returns a MemHolder, a "
                        "zero-copy read-only\nview of the value in shared memory (buffer "
@@ -18,7 +20,7 @@ static struct PyModuleDef fluxon_module = {
     .m_size = -1,
 };
 
-PyMODINIT_FUNC PyInit_fluxon(void)
+PyMODINIT_FUNC PyInit__native(void)
 {
     if (PyType_Ready(&fxpy_client_type) < 0 || PyType_Ready(&fxpy_holder_type) < 0)
         return NULL;

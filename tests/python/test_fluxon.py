@@ -56,8 +56,8 @@ class FakeCpuTensor:
     def is_contiguous(self):
         return self._contiguous
 
-BUILD = os.environ.get("FX_BUILD_DIR") or os.path.dirname(
-    os.path.dirname(os.path.abspath(fluxon.__file__)))
+BUILD = os.environ.get("FX_BUILD_DIR") or os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(fluxon.__file__))))
 CLI = os.path.join(BUILD, "fluxon")
 
 
