@@ -16,7 +16,9 @@ echo "== fluxon up --dir $dir --owners 2 --dram 1GB"
 socks=$("$bin/fluxon" up --dir "$dir" --owners 2 --dram 1GB)
 sock=$(sed -n 1p <<<"$socks")
 sock2=$(sed -n 2p <<<"$socks")
+url=$(sed -n 3p <<<"$socks")
 echo "client sockets: $sock $sock2"
+echo "web page and /metrics: $url"
 echo "== demo workload (puts through owner0, gets through owner0, then owner1)"
 "$bin/bench/fx_demo" "$sock" "${FX_DEMO_COUNT:-300}" "$sock2"
 echo "== fluxon put / get / stat"

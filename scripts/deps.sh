@@ -7,7 +7,8 @@ set -euo pipefail
 pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config libuv1-dev libprotobuf-c-dev
       protobuf-c-compiler libyaml-dev libxxhash-dev liburing-dev libmicrohttpd-dev
       libbsd-dev uthash-dev libsodium-dev python3 fio python3-dev python3-numpy libdlpack-dev
-      prometheus # promtool checks the /metrics page (test_metrics_escape)
+      prometheus # promtool checks /metrics; a Prometheus server scrapes it (test_http.sh)
+      chromium curl # the web page test loads the master's page headless (test_http.sh)
       libcurl4-openssl-dev libjson-c-dev # the etcd client (src/net/etcd_client.c)
       etcd-server) # a real etcd for its tests (tests/util/etcd_proc.c)
 bench=0

@@ -3,7 +3,7 @@
  * `fluxon down` share it: its layout, its lock, and the pid files that name
  * its daemons.
  *
- *   DIR/master.pid  master.addr  master.log                   (one master)
+ *   DIR/master.pid  master.addr  master.http  master.log      (one master)
  *   DIR/owner<i>.pid  owner<i>.yaml  owner<i>.log  owner<i>.sock   (i = 0..N-1)
  *   DIR/ssd<i>/      owner i's SSD tier, with --ssd SIZE (large_file_paths:
  *                    [DIR/ssd<i>], large_limit_size: [SIZE])
@@ -11,13 +11,13 @@
  * With --masters M (M >= 2), standby masters on a local etcd instead of the
  * one master's files:
  *   DIR/etcd.pid  etcd.log  etcd.data/   the etcd member and its data
- *   DIR/master<j>.pid  master<j>.addr  master<j>.log             (j = 0..M-1)
+ *   DIR/master<j>.pid  master<j>.addr  master<j>.http  master<j>.log  (j = 0..M-1)
  *
  * DIR/cluster.lock  held by `up` and `down` while they work (it stays)
  *
  * Pid files name the running daemons; master.addr (master<j>.addr) is a
  * master's "HOST:PORT\n", written by the master once it listens (a standby
- * too); logs stay after `down` for a post-mortem, etcd.data does not. A pid
+ * too), master.http (master<j>.http) its HTTP endpoint's, written just before; logs stay after `down` for a post-mortem, etcd.data does not. A pid
  * file outlives its daemon and pids are reused, so a pid counts as this
  * directory's daemon only when it runs a Fluxon daemon (or etcd, for
  * etcd.pid) that was started with this directory's file as an argument.

@@ -118,6 +118,7 @@ int cli_down(int argc, char **argv)
     cluster_remove_ssd_dirs(dir);
     cluster_remove_matching(dir, "master", ".tmp");
     cluster_remove_matching(dir, "master", ".addr");
+    cluster_remove_matching(dir, "master", ".http");
     cluster_remove_tree(dir, CLUSTER_ETCD_DATA);
     cluster_unlock(); /* cluster.lock itself stays: removing it could split a waiter's lock */
     return CLI_OK;

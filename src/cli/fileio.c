@@ -20,6 +20,12 @@
 
 int fio_read_all(int fd, size_t limit, void **buf, size_t *len)
 {
+    return fio_read_all_cb(fd, limit, buf, len, NULL, NULL);
+}
+
+int fio_read_all_cb(int fd, size_t limit, void **buf, size_t *len,
+                    void (*on_read)(void *ud, size_t done), void *ud)
+{
     struct stat st;
     size_t cap = READ_CHUNK_MIN;
     if (limit >= SIZE_MAX - 1)
@@ -56,6 +62,8 @@ int fio_read_all(int fd, size_t limit, void **buf, size_t *len)
         size_t want = cap - used;
         if (want > (size_t)SSIZE_MAX)
             want = (size_t)SSIZE_MAX;
+        if (on_read && want > FIO_READ_STEP)
+            want = FIO_READ_STEP;
         ssize_t n = read(fd, data + used, want);
         if (n < 0) {
             if (errno == EINTR)
@@ -67,9 +75,35 @@ int fio_read_all(int fd, size_t limit, void **buf, size_t *len)
         if (n == 0)
             break;
         used += (size_t)n;
+        if (on_read)
+            on_read(ud, used);
     }
     *buf = data;
     *len = used;
+    return 0;
+}
+
+int fio_read_exact_cb(int fd, void *buf, size_t len, void (*on_read)(void *ud, size_t done),
+                      void *ud)
+{
+    char *p = buf;
+    size_t used = 0;
+    while (used < len) {
+        size_t want = len - used;
+        if (want > FIO_READ_STEP)
+            want = FIO_READ_STEP;
+        ssize_t n = read(fd, p + used, want);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EIO;
+        used += (size_t)n;
+        if (on_read)
+            on_read(ud, used);
+    }
     return 0;
 }
 

@@ -16,6 +16,15 @@
  * bounded whatever the input (an endless `yes |`). On failure nothing is
  * allocated and *buf, *len are unchanged. */
 int fio_read_all(int fd, size_t limit, void **buf, size_t *len);
+/* The same, calling on_read(ud, bytes so far) after each read of at most
+ * FIO_READ_STEP bytes (for a progress bar); on_read may be NULL. */
+#define FIO_READ_STEP (4u << 20)
+int fio_read_all_cb(int fd, size_t limit, void **buf, size_t *len,
+                    void (*on_read)(void *ud, size_t done), void *ud);
+/* Reads exactly len bytes of fd into buf in steps as fio_read_all_cb does;
+ * -EIO when the stream ends first. */
+int fio_read_exact_cb(int fd, void *buf, size_t len, void (*on_read)(void *ud, size_t done),
+                      void *ud);
 
 /* Writes all len bytes, retrying short writes and EINTR. */
 int fio_write_all(int fd, const void *buf, size_t len);

@@ -10,10 +10,13 @@
  */
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/progress.h"
+#include "cli/stat_format.h"
 #include "cli/fileio.h"
 #include "fluxon/fluxon.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -96,6 +99,45 @@ static size_t largest_segment(fx_client *c)
     return (size_t)most;
 }
 
+static void on_read_progress(void *ud, size_t done)
+{
+    progress_update(ud, done);
+}
+
+static void put_failed(const char *src, int rc, size_t limit)
+{
+    if (rc == -EFBIG)
+        fprintf(stderr,
+                "fluxon put: NoSpace: %s holds more than %zu bytes, the largest owner's memory\n",
+                src, limit);
+    else
+        fprintf(stderr, "fluxon put: %s: %s\n", src, strerror(-rc));
+}
+
+/* A regular file of a known size: read straight into the put's staging range
+ * in shared memory (fx_put_begin), then published. */
+static int put_file(fx_client *c, const char *key, int fd, const char *file, size_t size,
+                    progress *pg)
+{
+    fx_put_handle *h = NULL;
+    int rc = fx_put_begin(c, key, strlen(key), size, NULL, &h);
+    if (rc != 0) {
+        fx_fail("put", rc);
+        return CLI_FAIL;
+    }
+    if ((rc = fio_read_exact_cb(fd, fx_put_handle_data(h), size, on_read_progress, pg)) != 0) {
+        fx_put_abort(h);
+        fprintf(stderr, "fluxon put: %s: %s\n", file,
+                rc == -EIO ? "the file shrank while it was read" : strerror(-rc));
+        return CLI_FAIL;
+    }
+    if ((rc = fx_put_commit(h)) != 0) {
+        fx_fail("put", rc);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 int cli_put(int argc, char **argv)
 {
     const char *sock = NULL, *pos[2];
@@ -114,23 +156,32 @@ int cli_put(int argc, char **argv)
         fprintf(stderr, "fluxon put: %s: %s\n", file, strerror(errno));
         return CLI_FAIL;
     }
+    const char *src = fd == STDIN_FILENO ? "stdin" : file;
 
     int ret = CLI_FAIL;
     void *val = NULL;
     size_t len = 0;
+    progress pg;
     fx_client *c = connect_owner("put", sock);
     if (!c)
         goto out;
     size_t limit = largest_segment(c);
-    if ((rc = fio_read_all(fd, limit, &val, &len)) != 0) {
-        const char *src = fd == STDIN_FILENO ? "stdin" : file;
-        if (rc == -EFBIG)
-            fprintf(stderr,
-                    "fluxon put: NoSpace: %s holds more than %zu bytes, the largest owner's "
-                    "memory\n",
-                    src, limit);
-        else
-            fprintf(stderr, "fluxon put: %s: %s\n", src, strerror(-rc));
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        if ((uint64_t)st.st_size > limit) {
+            put_failed(src, -EFBIG, limit);
+            goto out;
+        }
+        progress_start(&pg, key, (uint64_t)st.st_size);
+        ret = put_file(c, key, fd, src, (size_t)st.st_size, &pg);
+        progress_finish(&pg, ret == CLI_OK);
+        goto out;
+    }
+    progress_start(&pg, key, 0); /* a pipe: its size shows at its end */
+    rc = fio_read_all_cb(fd, limit, &val, &len, on_read_progress, &pg);
+    progress_finish(&pg, rc == 0);
+    if (rc != 0) {
+        put_failed(src, rc, limit);
         goto out;
     }
     if ((rc = fx_put(c, key, strlen(key), val, len)) != 0) {
@@ -234,27 +285,22 @@ int cli_del(int argc, char **argv)
 
 /* "master leader=HOST:PORT term=T pid=PID": the pid only when the master
  * runs on this host (a pid elsewhere names nothing here), else "pid=-". */
-static void print_master_line(const fx_master_stat *ms)
-{
-    char here[256] = "";
-    gethostname(here, sizeof here - 1);
-    bool local = ms->pid > 0 && ms->host[0] && strcmp(ms->host, here) == 0;
-    printf("master leader=%s term=%" PRIu64 " pid=", ms->addr[0] ? ms->addr : "-", ms->term);
-    if (local)
-        printf("%" PRId64 "\n", ms->pid);
-    else
-        puts("-");
-}
-
 int cli_stat(int argc, char **argv)
 {
     const char *sock = NULL, *pos[1];
     size_t npos;
-    const struct args_opt opts[] = {{"--socket", NULL, &sock, NULL}};
-    const struct args_spec spec = {"stat", opts, 1, NULL, 0, 0};
+    int human = 0, json = 0;
+    const struct args_opt opts[] = {{"--socket", NULL, &sock, NULL},
+                                    {"--human", "-H", NULL, &human},
+                                    {"--json", NULL, NULL, &json}};
+    const struct args_spec spec = {"stat", opts, 3, NULL, 0, 0};
     int rc = args_parse(&spec, argc, argv, pos, &npos);
     if (rc != ARGS_OK)
         return cli_args_exit(rc);
+    if (human && json) {
+        fprintf(stderr, "fluxon stat: --human and --json exclude each other\n");
+        return CLI_USAGE;
+    }
 
     fx_client *c = connect_owner("stat", sock);
     if (!c)
@@ -267,7 +313,6 @@ int cli_stat(int argc, char **argv)
         fx_fail("stat", rc);
         goto out;
     }
-    print_master_line(&ms);
     /* Owners may join between two calls: grow until the answer fits. */
     for (int tries = 0; tries < 4; tries++) {
         fx_owner_stat *bigger = realloc(st, cap * sizeof *st);
@@ -286,18 +331,13 @@ int cli_stat(int argc, char **argv)
     }
     if (n > cap)
         n = cap;
-    for (size_t i = 0; i < n; i++) {
-        const fx_owner_stat *o = &st[i];
-        int name_len = (int)strnlen(o->name, sizeof o->name);
-        printf("%.*s node=%" PRIu32 " live=%d memory_capacity=%" PRIu64 " memory_used=%" PRIu64
-               " ssd_capacity=%" PRIu64 " ssd_used=%" PRIu64 " hits_memory=%" PRIu64
-               " hits_ssd=%" PRIu64 " misses=%" PRIu64 " cache_budget=%" PRIu64
-               " cache_used=%" PRIu64 " cache_reserved=%" PRIu64 " evictions=%" PRIu64
-               " ssd_errors=%" PRIu64 "\n",
-               name_len ? name_len : 1, name_len ? o->name : "-", o->node_id, o->live ? 1 : 0,
-               o->memory_capacity, o->memory_used, o->ssd_capacity, o->ssd_used,
-               o->hits_memory, o->hits_ssd, o->misses, o->cache_budget, o->cache_weight,
-               o->cache_reserved, o->evictions, o->ssd_errors);
+    char here[256] = "";
+    gethostname(here, sizeof here - 1);
+    int pid_known = ms.pid > 0 && ms.host[0] && strcmp(ms.host, here) == 0;
+    if (stat_print(stdout, human ? STAT_HUMAN : json ? STAT_JSON : STAT_KV, &ms, pid_known, st,
+                   n) < 0) {
+        fprintf(stderr, "fluxon stat: %s\n", strerror(ENOMEM));
+        goto out;
     }
     if (fflush(stdout) != 0) {
         fprintf(stderr, "fluxon stat: stdout: %s\n", strerror(errno));

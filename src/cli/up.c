@@ -5,7 +5,9 @@
  * up starts the master on a free port, writes each owner's YAML with that
  * address (node_name owner<i>, its own socket, a data plane on a free port),
  * starts the owners, and returns only once every owner answers a ping on its
- * client socket, then prints the sockets one per line, owner0 first; if
+ * client socket, then prints the sockets one per line, owner0 first, and
+ * after them the URL of the serving master's HTTP endpoint (127.0.0.1, a
+ * free port: the web page, /metrics, /api/v1/cluster); if
  * anything fails on the way it stops everything it started and shows the
  * failing daemon's log. It holds the directory lock while it works, and a
  * cluster already running in the directory is refused, not replaced.
@@ -76,8 +78,10 @@ struct up_master {
     char name[32]; /* "master" (the one master) or "master<j>": the base of its files */
     char pid_path[PATH_MAX];
     char addr_path[PATH_MAX]; /* its --port-file */
+    char http_path[PATH_MAX]; /* its --http-port-file */
     char log[PATH_MAX];
     char addr[256]; /* "HOST:PORT" from its port file */
+    char http[256]; /* its HTTP endpoint's "HOST:PORT" */
 };
 
 /* What `up` has started so far, so that a failure can undo it. */
@@ -85,6 +89,7 @@ struct up_run {
     const char *dir;
     struct up_master *masters; /* n_masters entries; pid 0 until started */
     size_t n_masters;
+    size_t leader; /* the master that serves (the etcd leader; 0 for one master) */
     bool standby; /* n_masters >= 2: masters on a local etcd */
     pid_t etcd;   /* the etcd member (standby only); 0 until started */
     char etcd_pid[PATH_MAX];
@@ -163,6 +168,7 @@ static int up_fail(struct up_run *run, const char *log, const char *fmt, ...)
     for (size_t j = 0; j < run->n_masters; j++) {
         unlink(run->masters[j].pid_path);
         unlink(run->masters[j].addr_path);
+        unlink(run->masters[j].http_path);
     }
     if (run->standby) {
         unlink(run->etcd_pid);
@@ -240,6 +246,11 @@ static int wait_masters_listening(struct up_run *run)
             char addr[sizeof m->addr];
             if (fio_read_small(m->addr_path, addr, sizeof addr, NULL) == 0) {
                 int ok = parse_master_addr(addr);
+                /* The HTTP port file is written first (fluxon-master --http-port-file). */
+                if (ok > 0 && (fio_read_small(m->http_path, m->http, sizeof m->http, NULL) != 0 ||
+                               parse_master_addr(m->http) <= 0))
+                    return up_fail(run, m->log, "%s does not hold the master's HTTP HOST:PORT",
+                                   m->http_path);
                 if (ok > 0) {
                     memcpy(m->addr, addr, sizeof addr);
                     continue;
@@ -345,6 +356,7 @@ static int wait_leader(struct up_run *run)
                      (long long)rec.pid, rec.addr);
         for (size_t j = 0; found > 0 && j < run->n_masters; j++)
             if (rec.pid == run->masters[j].pid) {
+                run->leader = j;
                 rc = CLI_OK;
                 goto out;
             }
@@ -591,6 +603,7 @@ static int up_paths(struct up_run *run)
             snprintf(m->name, sizeof m->name, "master");
         if (base_path(m->pid_path, sizeof m->pid_path, dir, m->name, "pid") ||
             base_path(m->addr_path, sizeof m->addr_path, dir, m->name, "addr") ||
+            base_path(m->http_path, sizeof m->http_path, dir, m->name, "http") ||
             base_path(m->log, sizeof m->log, dir, m->name, "log")) {
             fprintf(stderr, "fluxon up: %s: path too long\n", dir);
             return CLI_FAIL;
@@ -644,10 +657,12 @@ static int start_masters(struct up_run *run, char *master_bin)
         struct up_master *m = &run->masters[j];
         if (up_signal)
             return up_fail(run, NULL, "interrupted by signal %d", (int)up_signal);
-        char *argv[16] = {master_bin,   "--listen",       "127.0.0.1:0",
-                          "--port-file", m->addr_path,    "--cluster-name",
-                          CLUSTER_NAME,  "--secret-file", run->secret};
-        size_t n = 9;
+        char *argv[24] = {master_bin,    "--listen",         "127.0.0.1:0",
+                          "--port-file",  m->addr_path,       "--cluster-name",
+                          CLUSTER_NAME,   "--secret-file",    run->secret,
+                          "--http",       "127.0.0.1:0",      "--http-port-file",
+                          m->http_path};
+        size_t n = 13;
         if (run->cache_budget) {
             argv[n++] = "--cache-budget";
             argv[n++] = (char *)run->cache_budget;
@@ -690,6 +705,7 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, const
      * masters than now) would be taken for this cluster's by `down`, and a
      * stale etcd.data would keep the old member's ports. */
     cluster_remove_matching(dir, "master", ".addr");
+    cluster_remove_matching(dir, "master", ".http");
     cluster_remove_matching(dir, "master", ".pid");
     cluster_remove_matching(dir, "owner", ".pid");
     unlink(run->etcd_pid);
@@ -749,6 +765,7 @@ static int up_start(struct up_run *run, char *master_bin, char *owner_bin, const
 
     for (size_t i = 0; i < run->n_owners; i++)
         printf("%s\n", run->owners[i].sock);
+    printf("http://%s/\n", run->masters[run->leader].http);
     if (fflush(stdout) != 0)
         return CLI_FAIL;
     return CLI_OK;

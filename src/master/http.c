@@ -1,5 +1,8 @@
 /*
- * http.c - /metrics over libmicrohttpd (see http.h).
+ * http.c - the master's HTTP endpoint over libmicrohttpd (see http.h):
+ * /metrics (metrics_text.c), /api/v1/cluster (cluster_json.c) and the web
+ * page (web_page.c). Only GET and HEAD; the page may load nothing from
+ * elsewhere (Content-Security-Policy default-src 'self').
  *
  * libmicrohttpd polls with epoll on its own thread, so thousands of open
  * connections do not stop it answering (select() ends at fd 1023). It holds
@@ -24,15 +27,50 @@
 #include "common/log.h"
 #include "master/master.h"
 #include "net/addr.h"
-#include "master/metrics_label.h"
+#include "master/cluster_json.h"
+#include "master/metrics_text.h"
+#include "master/web_page.h"
 
 typedef struct http_state {
     struct MHD_Daemon *daemon;
-    pthread_mutex_t lock; /* guards snapshot */
-    char *snapshot;
+    int port;             /* the bound port */
+    pthread_mutex_t lock; /* guards the snapshots */
+    char *metrics;        /* /metrics */
+    char *cluster;        /* /api/v1/cluster */
     unsigned max_conns;   /* max_connections */
     unsigned open_conns;  /* libmicrohttpd's thread only: connections it holds */
 } http_state;
+
+static char *snapshot_copy(http_state *hs, char *const *which)
+{
+    pthread_mutex_lock(&hs->lock);
+    char *body = strdup(*which ? *which : "");
+    pthread_mutex_unlock(&hs->lock);
+    return body;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const char *type,
+                               struct MHD_Response *r)
+{
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'self'");
+    enum MHD_Result ret = MHD_queue_response(conn, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned code, const char *type,
+                                    char *body)
+{
+    if (!body)
+        return MHD_NO;
+    return respond(conn, code, type,
+                   MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE));
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
@@ -43,26 +81,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)upload_len;
     (void)con_cls;
     http_state *hs = cls;
-    if (strcmp(method, "GET") != 0)
-        return MHD_NO;
-    int code = MHD_HTTP_OK;
-    char *body;
-    if (strcmp(url, "/metrics") == 0) {
-        pthread_mutex_lock(&hs->lock);
-        body = strdup(hs->snapshot ? hs->snapshot : "");
-        pthread_mutex_unlock(&hs->lock);
-    } else {
-        code = MHD_HTTP_NOT_FOUND;
-        body = strdup("not found: try /metrics\n");
-    }
-    if (!body)
-        return MHD_NO;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
-    enum MHD_Result ret = MHD_queue_response(conn, code, r);
-    MHD_destroy_response(r);
-    return ret;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
+                            strdup("only GET and HEAD\n"));
+    if (strcmp(url, "/metrics") == 0)
+        return respond_text(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+                            snapshot_copy(hs, &hs->metrics));
+    if (strcmp(url, "/api/v1/cluster") == 0)
+        return respond_text(conn, MHD_HTTP_OK, "application/json",
+                            snapshot_copy(hs, &hs->cluster));
+    web_asset a;
+    if (web_asset_find(url, &a))
+        return respond(conn, MHD_HTTP_OK, a.content_type,
+                       MHD_create_response_from_buffer(a.len, (void *)a.data,
+                                                       MHD_RESPMEM_PERSISTENT));
+    return respond_text(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
+                        strdup("not found: try /, /metrics or /api/v1/cluster\n"));
 }
 
 /* libmicrohttpd's own messages (accept errors, for one), on its thread. */
@@ -134,9 +168,18 @@ int http_start(master *m, const char *addr)
         free(hs);
         return -EADDRINUSE;
     }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(hs->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    hs->port = info ? (int)info->port : (int)addr_port((struct sockaddr *)&sa);
     m->http = hs;
     http_publish(m);
+    FX_LOG(INFO, "HTTP on %s (port %d): /, /metrics, /api/v1/cluster", addr, hs->port);
     return 0;
+}
+
+int http_port(const master *m)
+{
+    const http_state *hs = m->http;
+    return hs ? hs->port : 0;
 }
 
 void http_publish(master *m)
@@ -149,39 +192,19 @@ void http_publish(master *m)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return;
-    fprintf(f, "fluxon_routes %zu\n", m->routes.count);
-    member *mb, *tmp;
-    HASH_ITER(hh, m->members, mb, tmp) {
-        char n[2 * sizeof mb->name + 1]; /* always fits (metrics_label.h) */
-        metrics_label_escape(mb->name, n, sizeof n);
-        fprintf(f, "kvcache_segment_capacity_bytes{owner=\"%s\"} %llu\n", n,
-                (unsigned long long)range_alloc_capacity(mb->space->ra));
-        fprintf(f, "kvcache_segment_used_bytes{owner=\"%s\"} %llu\n", n,
-                (unsigned long long)seg_space_used(mb->space));
-        fprintf(f, "fluxon_put_pool_bytes{owner=\"%s\"} %llu\n", n,
-                (unsigned long long)mb->space->granted);
-        fprintf(f, "fluxon_puts_total{owner=\"%s\",start=\"pool\"} %llu\n", n,
-                (unsigned long long)mb->puts_pool);
-        fprintf(f, "fluxon_puts_total{owner=\"%s\",start=\"master\"} %llu\n", n,
-                (unsigned long long)mb->puts_started);
-        fprintf(f, "kv_ssd_capacity_bytes{owner=\"%s\"} %llu\n", n,
-                (unsigned long long)mb->ssd_capacity);
-        fprintf(f, "kv_ssd_used_bytes{owner=\"%s\"} %llu\n", n, (unsigned long long)mb->ssd_used);
-        fprintf(f, "fluxon_ssd_errors_total{owner=\"%s\"} %llu\n", n,
-                (unsigned long long)mb->ssd_errors);
-        fprintf(f, "fluxon_hits_total{owner=\"%s\",source=\"memory\"} %llu\n", n,
-                (unsigned long long)mb->hits_memory);
-        fprintf(f, "fluxon_hits_total{owner=\"%s\",source=\"ssd\"} %llu\n", n,
-                (unsigned long long)mb->hits_ssd);
-        fprintf(f, "fluxon_misses_total{owner=\"%s\"} %llu\n", n, (unsigned long long)mb->misses);
-    }
+    metrics_text_write(f, m);
     if (fclose(f) != 0) {
         free(buf);
         return;
     }
+    char *cluster = cluster_json_build(m);
     pthread_mutex_lock(&hs->lock);
-    free(hs->snapshot);
-    hs->snapshot = buf;
+    free(hs->metrics);
+    hs->metrics = buf;
+    if (cluster) { /* out of memory: the last one stays */
+        free(hs->cluster);
+        hs->cluster = cluster;
+    }
     pthread_mutex_unlock(&hs->lock);
 }
 
@@ -192,7 +215,8 @@ void http_stop(master *m)
         return;
     MHD_stop_daemon(hs->daemon);
     pthread_mutex_destroy(&hs->lock);
-    free(hs->snapshot);
+    free(hs->metrics);
+    free(hs->cluster);
     free(hs);
     m->http = NULL;
 }

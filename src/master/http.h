@@ -1,10 +1,11 @@
 /*
  * http.h - the master's optional HTTP endpoint (libmicrohttpd): GET /metrics
- * answers Prometheus text with per-owner capacity, usage and hits.
+ * (Prometheus text, metrics_text.c), /api/v1/cluster (JSON, cluster_json.c)
+ * and the web page at / (web_page.c).
  *
- * libmicrohttpd serves from its own thread; the loop thread publishes a text
- * snapshot under a mutex every sweep (100 ms), so the HTTP thread never reads
- * loop-owned state.
+ * libmicrohttpd serves from its own thread; the loop thread publishes the
+ * /metrics and /api/v1/cluster snapshots under a mutex every sweep (100 ms),
+ * so the HTTP thread never reads loop-owned state.
  */
 #ifndef FX_MASTER_HTTP_H
 #define FX_MASTER_HTTP_H
@@ -15,7 +16,9 @@ struct master;
  * IPv4 or an [IPv6] literal). Returns 0, a negative errno, or a UV_EAI_* code
  * for a name that does not resolve (logged, naming the address). */
 int http_start(struct master *m, const char *addr);
-/* Rebuilds the snapshot (loop thread). */
+/* The bound port (0 without HTTP). */
+int http_port(const struct master *m);
+/* Rebuilds the snapshots (loop thread). */
 void http_publish(struct master *m);
 /* Stops the server (NULL-safe on a master without HTTP). */
 void http_stop(struct master *m);

@@ -3,7 +3,8 @@
  *
  *   fluxon-master --listen HOST:PORT [--advertise HOST:PORT] [--http HOST:PORT]
  *                 [--config FILE]
- *                 [--port-file FILE] [--cluster-name NAME] [--inflight-ttl DUR]
+ *                 [--port-file FILE] [--http-port-file FILE]
+ *                 [--cluster-name NAME] [--inflight-ttl DUR]
  *                 [--heartbeat-interval DUR] [--heartbeat-timeout DUR]
  *                 [--placement random|local|remote] [--cache-budget PCT]
  *                 [--max-connections N] [--handshake-timeout DUR]
@@ -12,7 +13,8 @@
  * Flags override the config file. A bad value is a startup error naming the
  * key, exit code 2. --port-file receives "HOST:PORT" once the master is ready
  * (listening, and serving HTTP when --http is given; useful with port 0): the
- * --advertise address, else the --listen host with the bound port. HOSTs are
+ * --advertise address, else the --listen host with the bound port;
+ * --http-port-file receives the HTTP endpoint's "HOST:PORT" just before. HOSTs are
  * names, IPv4 or [IPv6] literals; a wildcard --listen (0.0.0.0, [::]) needs
  * --advertise, since nobody can dial a wildcard.
  */
@@ -33,7 +35,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: fluxon-master --listen HOST:PORT [--advertise HOST:PORT]\n"
                "                     [--http HOST:PORT] [--config FILE]\n"
-               "                     [--port-file FILE] [--cluster-name NAME]\n"
+               "                     [--port-file FILE] [--http-port-file FILE]\n"
+               "                     [--cluster-name NAME]\n"
                "                     [--inflight-ttl DURATION] [--heartbeat-interval DURATION]\n"
                "                     [--heartbeat-timeout DURATION]\n"
                "                     [--placement random|local|remote] [--cache-budget PCT]\n"
@@ -49,7 +52,9 @@ static void usage(FILE *f)
                "--etcd: campaign for leadership on etcd; a standby serves nothing until the\n"
                "leader's lease (--etcd-lease-ttl, default 2s) ends, then takes over\n"
                "HOST: a name, an IPv4 or an [IPv6] address; --advertise (required with a\n"
-               "wildcard --listen such as 0.0.0.0 or [::]) is what the port file holds\n");
+               "wildcard --listen such as 0.0.0.0 or [::]) is what the port file holds\n"
+               "--http: /metrics (Prometheus), /api/v1/cluster (JSON) and the web page at /;\n"
+               "--http-port-file receives its HOST:PORT (useful with port 0) before the port file\n");
 }
 
 /* A listen address whose name does not resolve is a bad value, as a
@@ -84,6 +89,7 @@ int main(int argc, char **argv)
         {"advertise", required_argument, 0, 'a'},
         {"config", required_argument, 0, 'c'},
         {"port-file", required_argument, 0, 'p'},
+        {"http-port-file", required_argument, 0, 'H'},
         {"cluster-name", required_argument, 0, 'n'},
         {"inflight-ttl", required_argument, 0, 't'},
         {"heartbeat-interval", required_argument, 0, 'i'},
@@ -129,6 +135,10 @@ int main(int argc, char **argv)
             continue;
         if (c == 'p') {
             port_file = optarg;
+            continue;
+        }
+        if (c == 'H') {
+            m.http_port_file = optarg;
             continue;
         }
         if (c == '?' || c < 0 || c >= 128 || !keys[c]) {

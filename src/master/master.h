@@ -20,6 +20,7 @@
 
 #include "master/master_config.h"
 #include "common/hashtable.h"
+#include "common/op_metrics.h"
 #include "net/auth_key.h"
 #include "net/conn.h"
 #include "net/rpc.h"
@@ -28,6 +29,14 @@
 #include "master/route.h"
 
 #define MASTER_DURABLE_SLOTS 2u /* concurrent DurableReplica gets per route */
+
+/* What a member's last heartbeat reported of its operations (member_metrics.c). */
+typedef struct member_metrics {
+    bool reported; /* a heartbeat carried metrics */
+    op_metrics ops;
+    uint64_t ssd_evictions, dataplane_bytes_in, dataplane_bytes_out;
+    uint32_t ssd_jobs, ssd_writes, ssd_stages, ssd_persists_waiting;
+} member_metrics;
 
 typedef struct member {
     uint32_t node_id;
@@ -47,6 +56,7 @@ typedef struct member {
     /* Puts it requested that were installed, by how they started: from its
      * put pool (put_grant.c) or by PutStart. */
     uint64_t puts_pool, puts_started;
+    member_metrics metrics; /* from its last heartbeat */
     char **pending_invalidations; /* invalidation.c: keys to send in the next batch */
     size_t *pending_inval_lens;
     size_t n_pending_inval, cap_pending_inval;
@@ -122,6 +132,7 @@ typedef struct master {
     bool sweep_skipped;     /* server.c: the last round was skipped after a stall */
     uv_check_t flush_check;
     void *http; /* http.c state, NULL when disabled */
+    const char *http_port_file; /* --http-port-file: gets HTTP's "HOST:PORT" at start */
     uint64_t stat_pass; /* stat.c: number of the latest Stat pass (allocation.stat_mark) */
     struct net_listener *listener;
     /* Gathers, while one read's frames are handled, what they write on
@@ -157,6 +168,12 @@ int master_auth_setup(master *m, char *err, size_t errlen);
 member *master_on_register(master *m, net_conn *c, const frame_hdr *h, Fx__RegisterReq *req);
 void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
                          Fx__HeartbeatReq *req);
+
+/* member_metrics.c */
+/* Keeps what a heartbeat's metrics report (NULL: none) as mb's, after checking
+ * its shape: a histogram of an unknown operation or with another bucket
+ * count is dropped (logged), extra error kinds are ignored. */
+void member_metrics_take(member *mb, const Fx__OwnerMetrics *m);
 
 /* election.c: leadership on etcd (--etcd) */
 /* Starts campaigning (a thread); advertised goes into the leader's key. */

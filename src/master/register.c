@@ -136,6 +136,7 @@ void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
     mb->ssd_capacity = req->ssd_capacity;
     mb->ssd_used = req->ssd_used;
     mb->ssd_errors = req->ssd_errors;
+    member_metrics_take(mb, req->metrics);
     Fx__HeartbeatResp resp = FX__HEARTBEAT_RESP__INIT;
     net_reply(c, h, &resp.base);
 }

@@ -18,6 +18,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "fluxon/fluxon.h"
 #include "master/http.h"
@@ -318,6 +319,16 @@ int master_start(master *m, uv_loop_t *loop, const char *port_file)
     uv_check_start(&m->flush_check, on_check);
     if (m->cfg.http && (err = http_start(m, m->cfg.http)) < 0)
         return err;
+    if (m->cfg.http && m->http_port_file) {
+        char host[256], addr[300];
+        int ignored;
+        config_parse_hostport(m->cfg.http, host, sizeof host, &ignored); /* validated */
+        addr_join(host, http_port(m), addr, sizeof addr);
+        if ((err = write_port_file(m->http_port_file, addr)) < 0) {
+            FX_LOG(ERROR, "cannot write port file %s: %s", m->http_port_file, strerror(-err));
+            return err;
+        }
+    }
     if (m->cfg.etcd) {
         char why[512];
         if (master_election_start(m, m->advertised, why, sizeof why) < 0) {

@@ -172,13 +172,14 @@ void ext_on_batch_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalBa
     j->hdr = *h;
     j->n = req->n_klens;
     j->unfilled = j->n + 1; /* hits fill slots at once: the join waits for this loop */
-    get_waiter target = {.answer = answer_slot, .ctx = j};
+    get_waiter target = {.answer = answer_slot, .ctx = j, .t0_us = owner_now_us()};
     const uint8_t *key = req->keys.data;
     for (size_t i = 0; i < j->n; key += req->klens[i], i++) {
         uint32_t klen = req->klens[i];
         if (klen == 0 || klen > MAX_KEY_LEN) {
             char detail[64];
             snprintf(detail, sizeof detail, "key length %u is outside 1..%u", klen, MAX_KEY_LEN);
+            owner_metrics_get_failed(o, FX_EINVAL);
             answer_slot(o, &(get_waiter){.ctx = j, .slot = (uint32_t)i}, NULL, false, 0,
                         FX_EINVAL, detail);
             continue;

@@ -105,8 +105,10 @@ static void pending_get_free(owner *o, pending_get *pg)
 
 static void fail_waiters(owner *o, pending_get *pg, int status, const char *detail)
 {
-    for (get_waiter *w = pg->waiters; w; w = w->next)
+    for (get_waiter *w = pg->waiters; w; w = w->next) {
+        owner_metrics_get_failed(o, status);
         w->answer(o, w, NULL, false, 0, status, detail);
+    }
     if (status == FX_ENOTFOUND)
         o->misses++;
     pending_get_free(o, pg);
@@ -153,8 +155,13 @@ static void finish_get(owner *o, pending_get *pg, uint64_t holder_id, bool cache
     }
     if (cacheable)
         holders_cache_insert(o, mi);
-    for (get_waiter *w = pg->waiters; w; w = w->next)
+    op_kind kind = mi->source == FX_SRC_SSD ? OP_GET_SSD
+                   : pg->pulled             ? OP_GET_REMOTE
+                                            : OP_GET_MEMORY;
+    for (get_waiter *w = pg->waiters; w; w = w->next) {
+        owner_metrics_get_answered(o, w->t0_us, kind, mi->len);
         w->answer(o, w, mi, cacheable, mi->source, 0, NULL);
+    }
     holders_mi_unref(o, mi);
     pending_get_free(o, pg);
 }
@@ -338,6 +345,7 @@ static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
         start_ssd_refill(o, pg, r);
         return;
     }
+    pg->pulled = true;
     if (dp_transfer(o->dp, r->src_node_id, r->src_data_addr, true, r->src_offset, r->target_offset,
                     r->len, PULL_TIMEOUT_MS, on_pull_done, pg) < 0)
         on_pull_done(FX_ECONN, "cannot start the data-plane transfer", pg);
@@ -346,6 +354,7 @@ static void on_get_start_resp(int status, ProtobufCMessage *msg, void *ud)
 static void start_get(owner *o, pending_get *pg)
 {
     pg->attempts++;
+    pg->pulled = false;
     Fx__GetStartReq gs = FX__GET_START_REQ__INIT;
     gs.key = (ProtobufCBinaryData){.len = pg->klen, .data = (uint8_t *)pg->key};
     int r = owner_master_call(o, MSG_GET_START, &gs.base, on_get_start_resp, pg);
@@ -358,11 +367,13 @@ void ext_get_key(owner *o, const void *key, size_t klen, const get_waiter *targe
     memory_info *mi = holders_cache_find(o, key, klen);
     if (mi) {
         owner_report_access(o, key, klen);
+        owner_metrics_get_answered(o, target->t0_us, OP_GET_MEMORY, mi->len);
         target->answer(o, target, mi, true, FX_SRC_MEMORY, 0, NULL);
         return;
     }
     get_waiter *w = malloc(sizeof *w);
     if (!w) {
+        owner_metrics_get_failed(o, FX_ENOMEM);
         target->answer(o, target, NULL, false, 0, FX_ENOMEM, "out of memory");
         return;
     }
@@ -384,6 +395,7 @@ void ext_get_key(owner *o, const void *key, size_t klen, const get_waiter *targe
         if (w->conn)
             net_conn_unref(w->conn);
         free(w);
+        owner_metrics_get_failed(o, FX_ENOMEM);
         target->answer(o, target, NULL, false, 0, FX_ENOMEM, "out of memory");
         return;
     }
@@ -400,7 +412,8 @@ void ext_on_get(owner *o, ext_conn *ec, const frame_hdr *h, Fx__ExternalGetReq *
 {
     if (!ext_valid_key(ec->conn, h, &req->key))
         return;
-    get_waiter target = {.answer = answer_conn, .conn = ec->conn, .hdr = *h};
+    get_waiter target = {.answer = answer_conn, .conn = ec->conn, .hdr = *h,
+                         .t0_us = owner_now_us()};
     ext_get_key(o, req->key.data, req->key.len, &target);
 }
 

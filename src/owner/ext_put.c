@@ -117,6 +117,7 @@ static ext_put *put_from_plan(owner *o, ext_call *x, const Fx__PutStartResp *r)
     p->version = r->put_id->version;
     p->offset = r->src_offset;
     p->len = x->len;
+    p->t0_us = x->t0_us;
     p->remote = remote;
     p->target_node = r->target_node_id;
     p->target_offset = r->target_offset;
@@ -146,6 +147,7 @@ static ext_put *put_from_grant(owner *o, ext_call *x, const put_grant *g)
     p->version = g->version;
     p->offset = g->offset;
     p->len = x->len;
+    p->t0_us = x->t0_us;
     p->pooled = true;
     return p;
 }
@@ -359,6 +361,8 @@ static void on_put_end_resp(int status, ProtobufCMessage *msg, void *ud)
         if (done && !superseded)
             owner_index_put_done(x->o, p->key, p->klen, p->time_ms, p->version, !p->remote,
                                  p->offset, p->len);
+        if (done)
+            owner_metrics_put_done(x->o, p->t0_us, p->len);
         if (!x->answered && net_conn_is_open(x->conn)) {
             if (x->hdr.type == MSG_EXT_PUT)
                 net_reply(x->conn, &x->hdr,

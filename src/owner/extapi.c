@@ -181,6 +181,7 @@ static void on_delete_resp(int status, ProtobufCMessage *msg, void *ud)
     if (!status && (msg_status(msg) == 0 || msg_status(msg) == FX_ENOTFOUND))
         owner_index_deleted(x->o, x->key, x->klen);
     if (!ext_forward_failure(x, status, msg, "Delete")) {
+        owner_metrics_deleted(x->o);
         if (net_conn_is_open(x->conn))
             net_reply(x->conn, &x->hdr,
                       &((Fx__ExternalDeleteResp)FX__EXTERNAL_DELETE_RESP__INIT).base);

@@ -31,6 +31,7 @@ ext_call *ext_call_new(owner *o, net_conn *c, const frame_hdr *h, const void *ke
     x->o = o;
     x->conn = c;
     x->hdr = *h;
+    x->t0_us = owner_now_us();
     net_conn_ref(c);
     return x;
 }
@@ -63,6 +64,9 @@ void ext_master_failure(char *buf, size_t cap, int status, const char *what)
 
 bool ext_forward_failure(ext_call *x, int status, ProtobufCMessage *resp, const char *what)
 {
+    int st = status ? status : msg_status(resp);
+    if (st && st != FX_ENOTFOUND)
+        owner_metrics_error(x->o, st);
     if (status) {
         if (net_conn_is_open(x->conn)) {
             char detail[256];
@@ -71,7 +75,6 @@ bool ext_forward_failure(ext_call *x, int status, ProtobufCMessage *resp, const 
         }
         return true;
     }
-    int st = msg_status(resp);
     if (st) {
         if (net_conn_is_open(x->conn))
             net_reply_error(x->conn, &x->hdr, st, "%s", msg_detail(resp));

@@ -22,6 +22,7 @@ typedef struct ext_call {
     owner *o;
     net_conn *conn; /* referenced */
     frame_hdr hdr;
+    uint64_t t0_us; /* when the request arrived (owner_now_us) */
     char *key;
     size_t klen;
     uint64_t len;

@@ -200,6 +200,7 @@ static void lane_get(lane_conn *lc, const frame_hdr *h, Fx__ExternalGetReq *req)
                         MAX_KEY_LEN);
         return;
     }
+    uint64_t t0_us = owner_now_us();
     struct get_lanes *ls = lc->lane->ls;
     owner *o = ls->o;
     Fx__ExternalGetResp resp = FX__EXTERNAL_GET_RESP__INIT;
@@ -227,6 +228,7 @@ static void lane_get(lane_conn *lc, const frame_hdr *h, Fx__ExternalGetReq *req)
     }
     if (hit) {
         o->hits_memory++;
+        owner_metrics_get_answered(o, t0_us, OP_GET_MEMORY, resp.len);
         resp.source = FX_SRC_MEMORY;
         resp.cacheable = true;
         arm_flush(lc->lane);

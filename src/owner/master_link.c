@@ -89,6 +89,10 @@ static void on_heartbeat_timer(uv_timer_t *t)
     req.misses = o->misses;
     ssd_tier_usage(o, &req.ssd_capacity, &req.ssd_used);
     req.ssd_errors = ssd_tier_report_errors(o);
+    Fx__OwnerMetrics metrics = FX__OWNER_METRICS__INIT;
+    owner_metrics_buf buf;
+    owner_metrics_fill(o, &metrics, &buf);
+    req.metrics = &metrics;
     rpc_call(o->mrpc, MSG_HEARTBEAT, &req.base, OWNER_RPC_TIMEOUT_MS, on_heartbeat_resp, o);
     owner_put_pool_tick(o); /* grants past their use-by time go back */
 }

@@ -38,6 +38,7 @@
 #include "owner/owner_config.h"
 #include "owner/client_access.h"
 #include "common/hashtable.h"
+#include "common/op_metrics.h"
 #include "net/auth_key.h"
 #include "net/conn.h"
 #include "net/rpc.h"
@@ -91,6 +92,7 @@ typedef struct ext_put {
     char *target_addr; /* the target owner's data plane, "host:port" */
     bool aborting;     /* PutRevoke sent rather than PutDone */
     bool pooled;       /* started from a grant of the put pool: time_ms/version name it */
+    uint64_t t0_us;    /* when the put started (uv_hrtime), for its latency */
     memory_info *pin;  /* recovery_report.c: keeps the range from a new master */
     struct ext_put *prev, *next;
     struct ext_put *o_prev, *o_next; /* owner.started_puts */
@@ -119,6 +121,7 @@ typedef struct get_waiter {
     frame_hdr hdr;
     void *ctx;     /* the batch of a slot */
     uint32_t slot; /* its index there */
+    uint64_t t0_us; /* when the get arrived (uv_hrtime), for its latency */
     struct get_waiter *next;
 } get_waiter;
 
@@ -134,6 +137,7 @@ typedef struct pending_get {
     uint64_t epoch; /* owner.master_epoch when get_id came: valid while they match */
     uint64_t offset, len; /* the target range in this segment */
     int source;
+    bool pulled; /* the bytes came over the data plane from another owner */
     memory_info *pin; /* recovery_report.c: keeps the target from a new master */
     UT_hash_handle hh;
 } pending_get;
@@ -199,6 +203,7 @@ typedef struct owner {
     uint64_t connect_deadline_ms; /* the first registration's deadline (startup) */
     uint64_t reconnect_ms;        /* the next reconnect's delay after a loss (backoff) */
     atomic_uint_fast64_t hits_memory, hits_ssd, misses; /* get threads count hits too */
+    op_metrics metrics; /* common/op_metrics.h: the heartbeat's metrics (get threads count too) */
     pthread_mutex_t hold_lock; /* holders.c: what the get threads share with the loop */
     struct get_lanes *lanes;   /* get_lanes.c: NULL without get threads */
     struct replica_index *index; /* what this owner holds (replica_index.h, index_ops.c) */
@@ -361,6 +366,24 @@ bool holders_session_release(owner *o, session *s, uint64_t id);
  * last reference that was (the caller acknowledges and frees it), or NULL. */
 bool holders_session_release_locked(session *s, uint64_t id, memory_info **last);
 void holders_session_release_all(owner *o, session *s);
+
+/* owner_metrics.c: counting for the heartbeat's metrics (any thread) */
+uint64_t owner_now_us(void); /* monotonic microseconds */
+/* A get answered with len bytes of kind's source, arrived at t0_us. */
+void owner_metrics_get_answered(owner *o, uint64_t t0_us, op_kind kind, uint64_t len);
+/* A get failed with status (FX_ENOTFOUND: a miss, not an error). */
+void owner_metrics_get_failed(owner *o, int status);
+void owner_metrics_put_done(owner *o, uint64_t t0_us, uint64_t len);
+void owner_metrics_deleted(owner *o);
+void owner_metrics_error(owner *o, int status);
+/* The heartbeat's OwnerMetrics (loop thread); buf holds what m points at. */
+typedef struct owner_metrics_buf {
+    uint64_t errors[OP_METRICS_ERRORS];
+    uint64_t buckets[OP_KINDS][OP_METRICS_BUCKETS];
+    Fx__LatencyHistogram hist[OP_KINDS];
+    Fx__LatencyHistogram *hist_ptrs[OP_KINDS];
+} owner_metrics_buf;
+void owner_metrics_fill(owner *o, Fx__OwnerMetrics *m, owner_metrics_buf *buf);
 
 /* get_lanes.c: get threads (cfg.get_threads) */
 /* Starts them (none for get_threads 0). 0, or -1 with why in err. */

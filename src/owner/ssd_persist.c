@@ -190,6 +190,7 @@ void ssd_persist_kick(ssd_tier *t)
         t->wait_head = p->next;
         if (!t->wait_head)
             t->wait_tail = NULL;
+        t->persists_waiting--;
         p->next = NULL;
         start_write(t, p);
     }
@@ -200,6 +201,7 @@ void ssd_persist_drop_waiting(ssd_tier *t)
     while (t->wait_head) {
         ssd_persist *p = t->wait_head;
         t->wait_head = p->next;
+        t->persists_waiting--;
         reply(p->conn, &p->hdr, false, "the owner is stopping");
         persist_free(p);
     }
@@ -248,5 +250,6 @@ void ssd_persist_on_request(owner *o, net_conn *c, const frame_hdr *h,
     else
         t->wait_head = p;
     t->wait_tail = p;
+    t->persists_waiting++;
     ssd_persist_kick(t);
 }

@@ -60,6 +60,7 @@ typedef struct ssd_tier {
     unsigned jobs;           /* jobs queued on or running in the pool */
     unsigned writes_running; /* persist writes among them (<= SSD_TIER_MAX_WRITES) */
     struct ssd_persist *wait_head, *wait_tail; /* persists waiting for a write slot */
+    unsigned persists_waiting;                 /* how many */
     unsigned stages_running; /* stage producers among the jobs (<= SSD_TIER_MAX_STAGES) */
     struct ssd_stage *stage_wait_head, *stage_wait_tail; /* stages waiting for a worker */
     /* Eviction notices (ssd_evict.c). */

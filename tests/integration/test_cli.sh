@@ -2,6 +2,8 @@
 # test_cli.sh - the `fluxon` command as a user runs it: up, put (file and
 # stdin), get (-o, -v, miss), del, stat, down; pid and socket files; startup
 # errors of fluxon-owner naming the key with exit code 2; nothing left running.
+# up prints the master's HTTP URL after the sockets; put of a large file or
+# of stdin shows a progress bar on a terminal only; stat --human and --json.
 # stat's first line names the master (address, term 0, the pid of master.pid).
 # Then `up --owners 3`: three sockets, pid files and processes, stat listing
 # three owners, put/get through one socket, and a down that stops them all.
@@ -45,7 +47,14 @@ daemons_in() {
   done
 }
 
-sock=$("$bin/fluxon" up --dir "$dir" --dram 256MB)
+upout=$("$bin/fluxon" up --dir "$dir" --dram 256MB)
+sock=$(sed -n 1p <<<"$upout")
+url=$(sed -n 2p <<<"$upout")
+check "up prints the master's HTTP URL after the socket ($url)" \
+  bash -c "[[ '$url' =~ ^http://127\.0\.0\.1:[0-9]+/\$ ]]"
+check "up prints two lines (got '$upout')" test "$(wc -l <<<"$upout")" -eq 2
+check "the URL serves the web page" bash -c "curl -sf --max-time 5 '$url' | grep -q '<title>Fluxon KV</title>'"
+check "master.http holds that HOST:PORT" test "http://$(cat "$dir/master.http")/" = "$url"
 check "up prints the socket path" test "$sock" = "$dir/owner0.sock"
 check "up writes master.pid" test -s "$dir/master.pid"
 check "up writes owner0.pid" test -s "$dir/owner0.pid"
@@ -89,7 +98,42 @@ check "put of a file larger than the memory exits 1 (got $rc)" test $rc -eq 1
 check "put of a file larger than the memory is refused by its size ($out)" \
   grep -q 'NoSpace: .*sparse.bin holds more than' <<<"$out"
 rm -f "$dir/sparse.bin"
-for k in big greeting empty; do check "del $k" "$bin/fluxon" del "$k"; done
+# A progress bar for a large put, on a terminal only: `script` gives the
+# command a pty (util-linux); with stderr a file there is none.
+head -c 20000000 /dev/urandom > "$dir/large.bin"
+out=$("$bin/fluxon" put large "$dir/large.bin" 2>&1 >/dev/null); rc=$?
+check "a large put with stderr not a terminal exits 0 and prints nothing (got $rc: '$out')" \
+  test $rc -eq 0 -a -z "$out"
+if command -v script >/dev/null; then
+  script -qec "'$bin/fluxon' put large '$dir/large.bin'" "$dir/tty.log" >/dev/null 2>&1; rc=$?
+  check "the same put on a terminal exits 0 (got $rc)" test $rc -eq 0
+  check "and draws a bar that ends at 100% and the size ($(tr '\r' '\n' <"$dir/tty.log" | tail -2 | head -1))" \
+    bash -c "tr '\r' '\n' <'$dir/tty.log' | grep -q '^large \[#\{30\}\] 100% 19.1 MiB / 19.1 MiB'"
+  script -qec "cat '$dir/large.bin' | '$bin/fluxon' put large -" "$dir/tty2.log" >/dev/null 2>&1
+  check "from stdin the bar counts the bytes read ($(tr '\r' '\n' <"$dir/tty2.log" | tail -2 | head -1))" \
+    bash -c "tr '\r' '\n' <'$dir/tty2.log' | grep -q '^large 19.1 MiB'"
+  check "the value put through the pty reads back the same" \
+    bash -c "'$bin/fluxon' get large -o '$dir/large.out' && cmp -s '$dir/large.bin' '$dir/large.out'"
+fi
+rm -f "$dir/large.bin" "$dir/large.out"
+# stat --human: an aligned table with sizes and hit rates; --json: one document.
+human=$("$bin/fluxon" stat --human)
+check "stat --human names the master and has a header ($human)" \
+  bash -c "grep -q '^master  $(cat "$dir/master.addr"), pid $(cat "$dir/master.pid")' <<<'$human' && grep -q '^OWNER .*MEMORY .*HIT MEM' <<<'$human'"
+check "stat --human shows owner0's memory in MiB and its hit rate in %" \
+  bash -c "grep -Eq '^owner0 +[0-9]+ +live +[0-9.]+ [KM]iB / 256 MiB +[0-9.]+% .* [0-9.]+%' <<<'$human'"
+json=$("$bin/fluxon" stat --json)
+check "stat --json is one document with the key=value figures" python3 - "$json" "$(cat "$dir/master.addr")" <<'PY'
+import json, sys
+doc = json.loads(sys.argv[1])
+assert doc["master"]["leader"] == sys.argv[2] and doc["master"]["term"] == 0, doc["master"]
+(o,) = doc["owners"]
+assert o["name"] == "owner0" and o["live"] is True and o["memory_capacity"] == 268435456, o
+assert o["hits_memory"] >= 2 and "ssd_errors" in o, o
+PY
+"$bin/fluxon" stat --human --json >/dev/null 2>&1; rc=$?
+check "stat --human --json is a usage error (got $rc)" test $rc -eq 2
+for k in big greeting empty large; do check "del $k" "$bin/fluxon" del "$k"; done
 
 # A second owner configured with a running owner's client socket is refused
 # before it joins the cluster, and the running owner keeps its socket; so is a
@@ -246,7 +290,9 @@ mdir="$dir/multi"
 out=$("$bin/fluxon" up --dir "$mdir" --owners 3 --dram 64MB); rc=$?
 check "up --owners 3 exits 0 (got $rc)" test $rc -eq 0
 mapfile -t socks <<<"$out"
-check "up --owners 3 prints 3 lines (got '$out')" test "${#socks[@]}" -eq 3
+check "up --owners 3 prints 3 sockets and the URL (got '$out')" test "${#socks[@]}" -eq 4
+check "the last line is the HTTP URL (got '${socks[3]:-}')" \
+  test "${socks[3]:-}" = "http://$(cat "$mdir/master.http" 2>/dev/null)/"
 opids=()
 for i in 0 1 2; do
   check "line $i is owner$i's socket (got '${socks[$i]:-}')" test "${socks[$i]:-}" = "$mdir/owner$i.sock"

@@ -62,9 +62,11 @@ check "a refused --masters started nothing" test -z "$(procs_in "$dir/bad")"
 
 # ---- --masters 1: today's cluster ------------------------------------------------------
 one="$dir/one"
-sock=$("$bin/fluxon" up --dir "$one" --dram 64MB --masters 1); rc=$?
+out=$("$bin/fluxon" up --dir "$one" --dram 64MB --masters 1); rc=$?
 check "up --masters 1 exits 0 (got $rc)" test $rc -eq 0
+sock=$(sed -n 1p <<<"$out")
 check "it prints owner0's socket ($sock)" test "$sock" = "$one/owner0.sock"
+check "then the master's URL ($out)" test "$(sed -n 2p <<<"$out")" = "http://$(cat "$one/master.http")/"
 check "it writes master.pid and master.addr" test -s "$one/master.pid" -a -s "$one/master.addr"
 check "and no etcd.pid, no master0.pid" test ! -e "$one/etcd.pid" -a ! -e "$one/master0.pid"
 check "the owner dials the master's address" \
@@ -79,7 +81,12 @@ check "leaves no process" test -z "$(procs_in "$one")"
 two="$dir/two"
 out=$("$bin/fluxon" up --dir "$two" --dram 64MB --masters 2 2>&1); rc=$?
 check "up --masters 2 exits 0 (got $rc: $out)" test $rc -eq 0
-check "it prints owner0's socket ($out)" test "$out" = "$two/owner0.sock"
+check "it prints owner0's socket ($out)" test "$(sed -n 1p <<<"$out")" = "$two/owner0.sock"
+url=$(sed -n 2p <<<"$out")
+check "then the URL of a master's HTTP ($url)" \
+  bash -c "test '$url' = \"http://\$(cat '$two/master0.http')/\" -o '$url' = \"http://\$(cat '$two/master1.http')/\""
+check "that master serves (leading)" \
+  bash -c "curl -sf --max-time 5 '${url}metrics' | grep -qx 'fluxon_master_leading 1'"
 sock=$two/owner0.sock
 for f in etcd master0 master1 owner0; do check "$f.pid written" test -s "$two/$f.pid"; done
 check "no master.pid beside master0/1.pid" test ! -e "$two/master.pid"

@@ -170,6 +170,7 @@ check "... naming cluster_secret_file" grep -q "cluster_secret_file" <<<"$out"
 
 unset FLUXON_SOCKET
 sock=$("$bin/fluxon" up --dir "$dir/up" --dram 32MB) || echo "FAIL: fluxon up"
+sock=${sock%%$'\n'*} # the socket; the master's URL follows
 check "fluxon up made DIR/cluster.secret 0600" test "$(stat -c %a "$dir/up/cluster.secret")" = 600
 check "... and its owners prove it" grep -q "cluster_secret_file: .*cluster.secret" "$dir/up/owner0.yaml"
 check "put and get on the up cluster" bash -c \

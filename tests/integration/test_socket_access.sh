@@ -59,6 +59,7 @@ except ConnectionResetError:
 
 mkdir -m 755 "$dir/c"
 sock=$( (umask 000 && "$bin/fluxon" up --dir "$dir/c" --dram 64MB) ) || { echo "FAIL: up"; exit 1; }
+sock=${sock%%$'\n'*} # the socket; the master's URL follows
 check "the default socket is 0600 under umask 000" test "$(stat -c %a "$sock")" = 600
 not() { ! "$@"; }
 check "another uid cannot connect to a default socket" not as_nobody_connect "$sock"

@@ -83,6 +83,8 @@ typedef struct dp_stats {
     uint64_t conns_opened;      /* outbound connections started */
     uint64_t refused;           /* inbound hellos and requests refused */
     uint64_t bytes_served;      /* payload sent for READs + received by WRITEs */
+    uint64_t bytes_in, bytes_out; /* payload received / sent: served WRITEs and READs and
+                                     our own pulls and pushes that completed */
     uint64_t transfers_ok, transfers_failed;
     uint64_t requests_sent;     /* READs and WRITEs we sent */
     uint64_t request_writes;    /* writes that carried them (several per write when batched) */

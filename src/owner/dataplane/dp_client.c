@@ -161,9 +161,13 @@ static void xfer_finish(dp_xfer *x, int status, const char *detail)
         return;
     x->finished = true;
     xfer_unlink(x);
-    if (status == 0)
+    if (status == 0) {
         x->e->stats.transfers_ok++;
-    else
+        if (x->pull)
+            x->e->stats.bytes_in += x->len;
+        else
+            x->e->stats.bytes_out += x->len;
+    } else
         x->e->stats.transfers_failed++;
     x->cb(status, detail ? detail : "", x->ud);
     if (x->writes == 0)

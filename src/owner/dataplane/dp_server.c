@@ -378,14 +378,17 @@ static void on_read_request(dp_sconn *c)
     if (refuse_request(c))
         return;
     dp_hdr h = {.op = DP_READ_DATA, .id = c->cur.id, .offset = c->cur.offset, .len = c->cur.len};
-    if (send_reply(c, &h, c->e->seg_base + c->cur.offset, c->cur.len) == 0)
+    if (send_reply(c, &h, c->e->seg_base + c->cur.offset, c->cur.len) == 0) {
         c->e->stats.bytes_served += c->cur.len;
+        c->e->stats.bytes_out += c->cur.len;
+    }
 }
 
 static void on_write_payload(dp_sconn *c)
 {
     c->rx = SRX_HDR;
     c->e->stats.bytes_served += c->cur.len;
+    c->e->stats.bytes_in += c->cur.len;
     dp_hdr h = {.op = DP_WRITE_ACK, .id = c->cur.id, .offset = c->cur.offset};
     send_reply(c, &h, NULL, 0);
 }
