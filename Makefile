@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build demo test asan-test tsan-test bench bench-batch bench-cpu bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-small bench-smoke bench-ssd bench-ssd-refill fuzz clean
+.PHONY: all deps build install uninstall demo test asan-test tsan-test bench bench-batch bench-cpu bench-cluster bench-control bench-failover bench-hitrate bench-pressure bench-recovery bench-small bench-smoke bench-ssd bench-ssd-refill fuzz clean
 
 all: build
 
@@ -15,6 +15,21 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the CLI and the daemons, libfluxon
+# with its header and fluxon.pc, the Python package, the systemd units and the
+# example configs (the layout: packaging/install.cmake). It configures $(BUILD)
+# for PREFIX and builds only what it installs. make uninstall removes what the
+# last install from $(BUILD) recorded (under the same DESTDIR).
+PREFIX ?= /usr/local
+
+install: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$(PREFIX)" >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target fx_installables
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+uninstall:
+	@DESTDIR="$(DESTDIR)" cmake -DMANIFEST="$(BUILD)/install_manifest.txt" -P packaging/uninstall.cmake
 
 demo: build
 	@./scripts/demo.sh $(BUILD)

@@ -10,6 +10,8 @@ pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config libuv1-dev libprotobuf-
       prometheus # promtool checks /metrics; a Prometheus server scrapes it (test_http.sh)
       chromium curl # the web page test loads the master's page headless (test_http.sh)
       libcurl4-openssl-dev libjson-c-dev # the etcd client (src/net/etcd_client.c)
+      python3-setuptools python3-wheel python3-pip python3-venv # pip install . (setup.py)
+      python3-torch # optional for users: the tests of torch tensors (tests/python)
       etcd-server) # a real etcd for its tests (tests/util/etcd_proc.c)
 bench=0
 if [ "${1:-}" = --bench ]; then

@@ -13,3 +13,6 @@ this package adds typed values on top of it: ``put_tensor`` /
 ``fluxon.integrations``.
 """
 from ._native import *  # noqa: F401,F403 (Client, MemHolder, the errors, BATCH_MAX)
+# Client: fluxon.tensor's subclass of _native.Client, with put_tensor / get_tensor.
+from .tensor import (Client, TensorFormatError, batch_get_tensor,  # noqa: F401
+                     batch_put_tensor, get_tensor, put_tensor)

@@ -2,8 +2,9 @@
  * buffers.c - the memory of one value in a copying batch (batch_io.c):
  * anything with the buffer protocol (bytes, bytearray, memoryview,
  * array.array, numpy arrays), held as a Py_buffer for the call, or a CPU
- * torch tensor, which has no buffer protocol: its data_ptr() and nbytes are
- * used as they are, the tensor kept alive by the caller's sequence.
+ * torch tensor, which has no buffer protocol: its data_ptr() and nbytes (or
+ * element_size() * numel()) are used as they are, the tensor kept alive by
+ * the caller's sequence.
  *
  * A get writes into the memory, so it asks for a writable, C-contiguous
  * buffer; a put only reads, and takes any C-contiguous one. A tensor must be
@@ -25,11 +26,26 @@ static PyObject *attr(PyObject *obj, const char *name, int call)
     return a;
 }
 
+/* obj.nbytes, or obj.element_size() * obj.numel() for a torch without
+ * Tensor.nbytes (Debian's 1.13); NULL (no exception left) when neither. */
+static PyObject *tensor_nbytes(PyObject *obj)
+{
+    PyObject *n = attr(obj, "nbytes", 0);
+    if (n)
+        return n;
+    PyObject *size = attr(obj, "element_size", 1), *count = attr(obj, "numel", 1);
+    if (size && count && !(n = PyNumber_Multiply(size, count)))
+        PyErr_Clear();
+    Py_XDECREF(size);
+    Py_XDECREF(count);
+    return n;
+}
+
 /* A torch-like tensor: 0 with ptr/len set, 1 when obj is not one (no
  * exception), -1 with ValueError for one that cannot be used. */
 static int tensor_memory(PyObject *obj, const char *what, Py_ssize_t index, fxpy_buffer *out)
 {
-    PyObject *ptr = attr(obj, "data_ptr", 1), *nbytes = attr(obj, "nbytes", 0);
+    PyObject *ptr = attr(obj, "data_ptr", 1), *nbytes = tensor_nbytes(obj);
     PyObject *contig = attr(obj, "is_contiguous", 1), *device = attr(obj, "device", 0);
     PyObject *type = device ? attr(device, "type", 0) : NULL;
     int rc = 1;

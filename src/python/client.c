@@ -402,7 +402,9 @@ PyTypeObject fxpy_client_type = {
     .tp_name = "fluxon.Client",
     .tp_basicsize = sizeof(fxpy_client),
     .tp_dealloc = (destructor)client_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    /* BASETYPE: fluxon.Client is the Python subclass in fluxon/tensor.py that
+     * adds put_tensor / get_tensor; it adds no fields (__slots__ = ()). */
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = PyDoc_STR("Client(socket=None)\n\nA connection to the local owner at socket "
                         "(str or path; None:\n$FLUXON_SOCKET). Usable from many threads; "
                         "a context manager\nthat closes on exit."),

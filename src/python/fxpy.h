@@ -120,8 +120,9 @@ typedef struct fxpy_buffer {
 } fxpy_buffer;
 
 /* Takes obj's memory: the buffer protocol (C-contiguous; writable when
- * writable is set), else an object with data_ptr(), nbytes, is_contiguous()
- * and device.type == 'cpu' (a torch tensor). 0, or -1 with TypeError /
+ * writable is set), else an object with data_ptr(), nbytes (or
+ * element_size() and numel()), is_contiguous() and device.type == 'cpu' (a
+ * torch tensor). 0, or -1 with TypeError /
  * ValueError / BufferError set naming what (e.g. "buffers[3]"). */
 int fxpy_buffer_acquire(PyObject *obj, int writable, const char *what, Py_ssize_t index,
                         fxpy_buffer *out);

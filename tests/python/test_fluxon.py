@@ -1,7 +1,7 @@
 """test_fluxon.py - the `fluxon` Python module against a real local cluster.
 
-setUpClass starts one with `<build>/fluxon up --dir <tmp> --dram 256MB` and a
-class cleanup stops it with `fluxon down` (also when setUpClass fails). Run by
+FluxonTest's cluster is cluster_util.ClusterTest's: `<build>/fluxon up --dir
+<tmp> --dram 256MB`, stopped with `fluxon down` (also when setUpClass fails). Run by
 ctest as python.test_fluxon with PYTHONPATH=<build>/python and the interpreter
 the module was built for; by hand:
 
@@ -24,6 +24,7 @@ import time
 import unittest
 
 import fluxon
+from cluster_util import BUILD, ClusterTest, run_threads
 
 try:
     import numpy as np
@@ -56,35 +57,13 @@ class FakeCpuTensor:
     def is_contiguous(self):
         return self._contiguous
 
-BUILD = os.environ.get("FX_BUILD_DIR") or os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(fluxon.__file__))))
-CLI = os.path.join(BUILD, "fluxon")
-
 
 def pattern(n, seed):
     """n bytes that differ per seed."""
     return bytes((i * 131 + seed * 7 + (i >> 8)) & 0xFF for i in range(n))
 
 
-class FluxonTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="fx-py-")
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        cls.addClassCleanup(subprocess.run, [CLI, "down", "--dir", cls.dir],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
-        up = subprocess.run([CLI, "up", "--dir", cls.dir, "--dram", "256MB"],
-                            capture_output=True, text=True, timeout=120)
-        if up.returncode != 0:
-            raise RuntimeError("fluxon up failed (%d): %s" % (up.returncode, up.stderr))
-        cls.socket = up.stdout.split()[0]
-        cls.client = fluxon.Client(cls.socket)
-        cls.addClassCleanup(cls.client.close)
-
-    def key(self, name=""):
-        """A key of this test only."""
-        return "%s/%s" % (self.id(), name)
-
+class FluxonTest(ClusterTest):
     def need_numpy(self):
         if np is None:
             self.fail("numpy is missing for %s: run scripts/deps.sh (python3-numpy)"
@@ -575,7 +554,8 @@ class FluxonTest(unittest.TestCase):
         self.assertEqual(c.batch_get_into(keys, dst), [1024, 40])
         self.assertTrue(torch.equal(src[0], dst[0]) and torch.equal(src[1], dst[1]))
         out = torch.zeros(256, dtype=torch.float32)
-        self.assertEqual(c.batch_get_into_ptrs(keys[:1], [out.data_ptr()], [out.nbytes]), [1024])
+        nbytes = out.element_size() * out.numel()  # Debian's torch 1.13 has no .nbytes
+        self.assertEqual(c.batch_get_into_ptrs(keys[:1], [out.data_ptr()], [nbytes]), [1024])
         self.assertTrue(torch.equal(out, src[0]))
 
     # ---- threads ------------------------------------------------------------------------
@@ -601,11 +581,7 @@ class FluxonTest(unittest.TestCase):
             except Exception as e:  # reported below, with the thread
                 errors.append("thread %d: %r" % (t, e))
 
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(work, 8)
         self.assertEqual(errors, [])
 
     def test_blocking_call_releases_the_gil(self):
