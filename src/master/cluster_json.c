@@ -64,9 +64,7 @@ static json_object *owner_json(const member *mb)
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(mb->name));
     put_u64(o, "node_id", mb->node_id);
-    json_object_object_add(o, "state",
-                           json_object_new_string(mb->recovering && !mb->ready ? "recovering"
-                                                                               : "ready"));
+    json_object_object_add(o, "state", json_object_new_string(member_state(mb)));
     put_u64(o, "memory_capacity", range_alloc_capacity(mb->space->ra));
     put_u64(o, "memory_used", seg_space_used(mb->space));
     put_u64(o, "ssd_capacity", mb->ssd_capacity);
@@ -99,7 +97,7 @@ char *cluster_json_build(const master *m)
         return NULL;
     put_u64(doc, "version", 1);
     put_u64(doc, "time_ms", uv_now(m->loop));
-    json_object_object_add(doc, "leading", json_object_new_boolean(m->election ? m->leading : 1));
+    json_object_object_add(doc, "leading", json_object_new_boolean(master_serving(m)));
     put_u64(doc, "routes", m->routes.count);
     put_u64(doc, "inflight_puts", HASH_COUNT(m->inflight_puts));
     put_u64(doc, "inflight_gets", HASH_COUNT(m->inflight_gets));

@@ -174,6 +174,8 @@ void master_on_heartbeat(master *m, member *mb, net_conn *c, const frame_hdr *h,
  * its shape: a histogram of an unknown operation or with another bucket
  * count is dropped (logged), extra error kinds are ignored. */
 void member_metrics_take(member *mb, const Fx__OwnerMetrics *m);
+/* "recovering" (took its identity back, its recovery report not ended) or "ready". */
+const char *member_state(const member *mb);
 
 /* election.c: leadership on etcd (--etcd) */
 /* Starts campaigning (a thread); advertised goes into the leader's key. */

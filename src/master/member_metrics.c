@@ -23,6 +23,11 @@ static void take_histogram(member *mb, const Fx__LatencyHistogram *h)
     dst->sum_us = h->sum_us;
 }
 
+const char *member_state(const member *mb)
+{
+    return mb->recovering && !mb->ready ? "recovering" : "ready";
+}
+
 void member_metrics_take(member *mb, const Fx__OwnerMetrics *m)
 {
     if (!m)

@@ -15,6 +15,7 @@
 #include "master/metrics_text.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "master/inflight.h"
 #include "master/master.h"
@@ -165,7 +166,7 @@ static void master_families(FILE *f, const master *m)
     unsigned ready = 0, recovering = 0;
     member *mb, *tmp;
     HASH_ITER(hh, m->members, mb, tmp) {
-        if (mb->recovering && !mb->ready)
+        if (strcmp(member_state(mb), "recovering") == 0)
             recovering++;
         else
             ready++;
@@ -174,7 +175,7 @@ static void master_families(FILE *f, const master *m)
     fprintf(f, "fluxon_members{state=\"recovering\"} %u\n", recovering);
     family(f, "fluxon_master_leading", "gauge",
            "1 when this master serves (the etcd leader, or the only master).");
-    fprintf(f, "fluxon_master_leading %d\n", m->election ? (int)m->leading : 1);
+    fprintf(f, "fluxon_master_leading %d\n", (int)master_serving(m));
 }
 
 void metrics_text_write(FILE *f, const master *m)

@@ -51,24 +51,13 @@ install_finish() {
   [ "$fail" -eq 0 ]
 }
 
-# A process counts as running unless it is gone or a zombie.
-running() { [ -r "/proc/$1/stat" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat"; }
+. "$(dirname "${BASH_SOURCE[0]}")/../util/daemons.sh" # running, daemons_in
 
 wait_for() { # wait_for SECONDS COMMAND...: 0 once COMMAND succeeds, 1 at the deadline
   local end=$((SECONDS + $1)); shift
   until "$@"; do
     [ "$SECONDS" -ge "$end" ] && return 1
     sleep 0.1
-  done
-}
-
-# The pids of running fluxon-* daemons with an argument under DIR.
-daemons_in() {
-  local p
-  for p in /proc/[0-9]*; do
-    case "$(cat "$p/comm" 2>/dev/null)" in fluxon-*) ;; *) continue ;; esac
-    { tr '\0' '\n' <"$p/cmdline"; } 2>/dev/null | grep -q "^$1/" && running "${p#/proc/}" &&
-      echo "${p#/proc/}"
   done
 }
 
