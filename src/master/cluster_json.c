@@ -90,14 +90,14 @@ static int by_name(const void *a, const void *b)
     return strcmp((*(const member *const *)a)->name, (*(const member *const *)b)->name);
 }
 
-char *cluster_json_build(const master *m)
+char *cluster_json_build(const master *m, bool serving)
 {
     json_object *doc = json_object_new_object();
     if (!doc)
         return NULL;
     put_u64(doc, "version", 1);
     put_u64(doc, "time_ms", uv_now(m->loop));
-    json_object_object_add(doc, "leading", json_object_new_boolean(master_serving(m)));
+    json_object_object_add(doc, "leading", json_object_new_boolean(serving));
     put_u64(doc, "routes", m->routes.count);
     put_u64(doc, "inflight_puts", HASH_COUNT(m->inflight_puts));
     put_u64(doc, "inflight_gets", HASH_COUNT(m->inflight_gets));

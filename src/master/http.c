@@ -192,12 +192,13 @@ void http_publish(master *m)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return;
-    metrics_text_write(f, m);
+    bool serving = master_serving(m); /* one answer for both documents */
+    metrics_text_write(f, m, serving);
     if (fclose(f) != 0) {
         free(buf);
         return;
     }
-    char *cluster = cluster_json_build(m);
+    char *cluster = cluster_json_build(m, serving);
     pthread_mutex_lock(&hs->lock);
     free(hs->metrics);
     hs->metrics = buf;

@@ -153,7 +153,7 @@ static void s_latency(FILE *f, const char *n, const char *o, const member *mb)
     }
 }
 
-static void master_families(FILE *f, const master *m)
+static void master_families(FILE *f, const master *m, bool serving)
 {
     family(f, "fluxon_routes", "gauge", "Keys with a route on this master.");
     fprintf(f, "fluxon_routes %zu\n", m->routes.count);
@@ -175,12 +175,12 @@ static void master_families(FILE *f, const master *m)
     fprintf(f, "fluxon_members{state=\"recovering\"} %u\n", recovering);
     family(f, "fluxon_master_leading", "gauge",
            "1 when this master serves (the etcd leader, or the only master).");
-    fprintf(f, "fluxon_master_leading %d\n", (int)master_serving(m));
+    fprintf(f, "fluxon_master_leading %d\n", (int)serving);
 }
 
-void metrics_text_write(FILE *f, const master *m)
+void metrics_text_write(FILE *f, const master *m, bool serving)
 {
-    master_families(f, m);
+    master_families(f, m, serving);
     per_owner(f, m, "kvcache_segment_capacity_bytes", "gauge",
               "Bytes of the owner's memory segment.", s_seg_capacity);
     per_owner(f, m, "kvcache_segment_used_bytes", "gauge",
