@@ -112,7 +112,8 @@ char *cluster_json_build(const master *m, bool serving)
     size_t i = 0;
     member *mb, *tmp;
     HASH_ITER(hh, m->members, mb, tmp) sorted[i++] = mb;
-    qsort(sorted, n, sizeof *sorted, by_name);
+    if (n)
+        qsort(sorted, n, sizeof *sorted, by_name);
     for (i = 0; i < n; i++)
         json_object_array_add(owners, owner_json(sorted[i]));
     free(sorted);
