@@ -20,10 +20,12 @@ build: deps
 # with its header and fluxon.pc, the Python package, the systemd units and the
 # example configs (the layout: packaging/install.cmake). It configures $(BUILD)
 # for PREFIX and builds only what it installs. make uninstall removes what the
-# last install from $(BUILD) recorded (under the same DESTDIR).
+# last install from $(BUILD) recorded (under the same DESTDIR). It installs only
+# the packages the build needs (scripts/deps.sh --build), no test tools.
 PREFIX ?= /usr/local
 
-install: deps
+install:
+	@./scripts/deps.sh --build
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$(PREFIX)" >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target fx_installables
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"

@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need, only when one is missing
 # (services the install starts, etcd and Prometheus, are stopped again).
+# --build: only what building and installing need (make install), no test tools.
 # --bench adds what the pressure benchmark compares against and draws with
 # (memcached, redis, matplotlib); their services are not left running.
 set -euo pipefail
-pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config libuv1-dev libprotobuf-c-dev
+pkgs=(cmake make gcc pkg-config libuv1-dev libprotobuf-c-dev
       protobuf-c-compiler libyaml-dev libxxhash-dev liburing-dev libmicrohttpd-dev
-      libbsd-dev uthash-dev libsodium-dev python3 fio python3-dev python3-numpy libdlpack-dev
+      libbsd-dev uthash-dev libsodium-dev python3 python3-dev python3-numpy libdlpack-dev
+      libcurl4-openssl-dev libjson-c-dev # the etcd client (src/net/etcd_client.c)
+      python3-setuptools python3-wheel python3-pip) # pip install . (setup.py)
+test_pkgs=(clang libclang-rt-14-dev fio python3-venv
       prometheus # promtool checks /metrics; a Prometheus server scrapes it (test_http.sh)
       chromium curl # the web page test loads the master's page headless (test_http.sh)
-      libcurl4-openssl-dev libjson-c-dev # the etcd client (src/net/etcd_client.c)
-      python3-setuptools python3-wheel python3-pip python3-venv # pip install . (setup.py)
       python3-torch # optional for users: the tests of torch tensors (tests/python)
       etcd-server) # a real etcd for its tests (tests/util/etcd_proc.c)
 bench=0
-if [ "${1:-}" = --bench ]; then
-  bench=1
-  pkgs+=(memcached redis-server python3-matplotlib)
-fi
+case "${1:-}" in
+  --build) ;;
+  --bench) bench=1; pkgs+=("${test_pkgs[@]}" memcached redis-server python3-matplotlib) ;;
+  *) pkgs+=("${test_pkgs[@]}") ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,10 +19,12 @@
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "master/master.h"
@@ -34,16 +36,32 @@
 typedef struct http_state {
     struct MHD_Daemon *daemon;
     int port;             /* the bound port */
-    pthread_mutex_t lock; /* guards the snapshots */
+    pthread_mutex_t lock; /* guards the snapshots and the build requests */
+    pthread_cond_t built; /* broadcast after each build */
     char *metrics;        /* /metrics */
     char *cluster;        /* /api/v1/cluster */
+    bool wanted;          /* a request waits for a build */
+    uint64_t builds;      /* builds so far */
     unsigned max_conns;   /* max_connections */
     unsigned open_conns;  /* libmicrohttpd's thread only: connections it holds */
 } http_state;
 
+/* Copies a snapshot built after the request came: the loop builds on demand
+ * (next sweep, within 100 ms), so a master nobody scrapes formats nothing.
+ * Past HTTP_FRESH_WAIT_MS (a stalled loop) the last one is served. */
+#define HTTP_FRESH_WAIT_MS 1000
+
 static char *snapshot_copy(http_state *hs, char *const *which)
 {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += HTTP_FRESH_WAIT_MS / 1000;
     pthread_mutex_lock(&hs->lock);
+    uint64_t need = hs->builds + 1;
+    hs->wanted = true;
+    while (hs->builds < need &&
+           pthread_cond_timedwait(&hs->built, &hs->lock, &until) != ETIMEDOUT) {
+    }
     char *body = strdup(*which ? *which : "");
     pthread_mutex_unlock(&hs->lock);
     return body;
@@ -68,8 +86,15 @@ static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned code, 
 {
     if (!body)
         return MHD_NO;
-    return respond(conn, code, type,
-                   MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE));
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, "Allow", "GET, HEAD"); /* RFC 9110 §15.5.6 */
+    return respond(conn, code, type, r);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -137,6 +162,8 @@ static void on_connection_change(void *cls, struct MHD_Connection *conn, void **
         hs->open_conns--;
 }
 
+static void publish(master *m, http_state *hs);
+
 int http_start(master *m, const char *addr)
 {
     struct sockaddr_storage sa;
@@ -150,6 +177,11 @@ int http_start(master *m, const char *addr)
     if (!hs)
         return -ENOMEM;
     pthread_mutex_init(&hs->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&hs->built, &ca);
+    pthread_condattr_destroy(&ca);
     hs->max_conns = m->cfg.max_connections;
     uint64_t idle_s = (m->cfg.handshake_timeout_ms + 999) / 1000;
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
@@ -164,6 +196,7 @@ int http_start(master *m, const char *addr)
         (unsigned int)(idle_s > UINT32_MAX ? UINT32_MAX : idle_s), MHD_OPTION_END);
     if (!hs->daemon) {
         FX_LOG(ERROR, "http: cannot listen on %s", addr);
+        pthread_cond_destroy(&hs->built);
         pthread_mutex_destroy(&hs->lock);
         free(hs);
         return -EADDRINUSE;
@@ -171,7 +204,7 @@ int http_start(master *m, const char *addr)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(hs->daemon, MHD_DAEMON_INFO_BIND_PORT);
     hs->port = info ? (int)info->port : (int)addr_port((struct sockaddr *)&sa);
     m->http = hs;
-    http_publish(m);
+    publish(m, hs);
     FX_LOG(INFO, "HTTP on %s (port %d): /, /metrics, /api/v1/cluster", addr, hs->port);
     return 0;
 }
@@ -182,11 +215,8 @@ int http_port(const master *m)
     return hs ? hs->port : 0;
 }
 
-void http_publish(master *m)
+static void publish(master *m, http_state *hs)
 {
-    http_state *hs = m->http;
-    if (!hs)
-        return;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -206,7 +236,22 @@ void http_publish(master *m)
         free(hs->cluster);
         hs->cluster = cluster;
     }
+    hs->builds++;
+    pthread_cond_broadcast(&hs->built);
     pthread_mutex_unlock(&hs->lock);
+}
+
+void http_publish(master *m)
+{
+    http_state *hs = m->http;
+    if (!hs)
+        return;
+    pthread_mutex_lock(&hs->lock);
+    bool wanted = hs->wanted;
+    hs->wanted = false;
+    pthread_mutex_unlock(&hs->lock);
+    if (wanted)
+        publish(m, hs);
 }
 
 void http_stop(master *m)
@@ -215,6 +260,7 @@ void http_stop(master *m)
     if (!hs)
         return;
     MHD_stop_daemon(hs->daemon);
+    pthread_cond_destroy(&hs->built);
     pthread_mutex_destroy(&hs->lock);
     free(hs->metrics);
     free(hs->cluster);

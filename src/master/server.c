@@ -207,8 +207,12 @@ static bool loop_stalled(master *m)
 static void on_sweep(uv_timer_t *t)
 {
     master *m = t->data;
-    if (loop_stalled(m) || !check_serving(m))
+    if (loop_stalled(m))
         return;
+    if (!check_serving(m)) { /* a standby still answers, leading false */
+        http_publish(m);
+        return;
+    }
     master_sweep_inflight(m);
     master_sweep_leases(m);
     if (!m->recovery) /* recovery's end gives every member a fresh start */
@@ -220,8 +224,7 @@ static void on_sweep(uv_timer_t *t)
         master_member_left(m, stuck, "it did not acknowledge a replica-index batch");
     }
     master_recovery_check(m);
-    if (m->http)
-        http_publish(m);
+    http_publish(m);
 }
 
 static void on_check(uv_check_t *ch)

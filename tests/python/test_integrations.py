@@ -503,10 +503,14 @@ class LMCacheNativePluginTest(ClusterTest):
         self.assertEqual(sorted(got), ids)
         self.assertEqual(got[ids[-1]], (True, "", []))
         self.assertEqual(got[ids[0]], (True, "", [False]))
-        # A batch done between a drain's eventfd read and its pop leaves one
-        # empty wakeup behind (as LMCache's C++ base); after that, quiet.
+        # The eventfd read and the pop are one step: no empty wakeup is left.
         self.assertEqual(native.drain_completions(), [])
         self.assertEqual(poller.poll(0), [])
+        fid = native.submit_batch_set([], [])
+        deadline = time.monotonic() + 30
+        while not poller.poll(500) and time.monotonic() < deadline:
+            pass
+        self.assertEqual(native.drain_completions(), [(fid, True, "", None)])
         with self.assertRaises(ValueError):
             native.submit_batch_set([lmcache_key(1)], [])
 
@@ -535,6 +539,19 @@ class LMCacheNativePluginTest(ClusterTest):
         with self.assertRaises(OSError):
             os.fstat(d.fd)  # the eventfd is closed
         self.assertFalse([t for t in threading.enumerate() if t.name.startswith("fluxon-lmcache")])
+        self.assertEqual(native.drain_completions(), [])
+
+    def test_close_keeps_finished_batches_for_a_last_drain(self):
+        native = load_native_plugin({"module_path": "fluxon.integrations.lmcache",
+                                     "class_name": "FluxonNativeClient",
+                                     "adapter_params": {"socket": self.socket, "num_workers": 2,
+                                                        "key_prefix": self.key() + "/"}})
+        ids = [native.submit_batch_exists([lmcache_key(i)]) for i in range(8)]
+        native.close()  # waits for the accepted batches
+        self.assertEqual(native.event_fd(), -1)
+        got = native.drain_completions()
+        self.assertEqual(sorted(fid for fid, _, _, _ in got), ids)
+        self.assertTrue(all(ok and bools == [False] for _, ok, _, bools in got), got)
         self.assertEqual(native.drain_completions(), [])
 
 

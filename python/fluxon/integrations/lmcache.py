@@ -87,22 +87,24 @@ class FluxonNativeClient:
 
     def drain_completions(self):
         """Every batch finished since the last drain, as
-        [(future_id, ok, error, result_bools or None)]."""
+        [(future_id, ok, error, result_bools or None)]. After close() it still
+        hands over what finished before, once."""
         with self._lock:
-            if self._closed and not self._workers:
-                return []
-        # The eventfd first: a batch finishing between the two is in this drain
-        # or the next, never lost; at worst the next poll wakes to an empty drain.
-        try:
-            os.eventfd_read(self._efd)
-        except BlockingIOError:
-            pass
-        with self._lock:
+            # The eventfd read and the pop together: a batch finishing meanwhile
+            # waits for the lock, so its signal is for the next drain. Under the
+            # lock, close() cannot close the fd between the check and the read.
+            if self._efd >= 0:
+                try:
+                    os.eventfd_read(self._efd)
+                except BlockingIOError:
+                    pass
             done = list(self._done)
             self._done.clear()
         return done
 
     def close(self):
+        """Lets every accepted batch finish, then stops the workers and closes
+        the eventfd; their completions stay for one last drain."""
         with self._lock:
             if self._closed:
                 return
@@ -113,7 +115,8 @@ class FluxonNativeClient:
             w.join()
         with self._lock:
             self._workers = []
-        os.close(self._efd)
+            os.close(self._efd)
+            self._efd = -1
         if self._own_client:
             self._client.close()
 
@@ -140,7 +143,8 @@ class FluxonNativeClient:
                 return
             fid, op, keys, bufs = job
             try:
-                ok, err, res = op(keys, bufs) if keys else (True, "", [])
+                # An empty batch completes as its kind does: no bools for a set.
+                ok, err, res = op(keys, bufs) if keys else (True, "", None if op == self._set else [])
             except Exception as e:  # the batch as a whole: a lost owner, a bad buffer
                 ok, err, res = False, "%s: %s" % (type(e).__name__, e), None
             # Signalled under the lock: once a drain has taken this completion,

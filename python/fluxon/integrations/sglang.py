@@ -149,7 +149,7 @@ class FluxonHiCacheStorage(HiCacheStorage):
     def __init__(self, storage_config: HiCacheStorageConfig = None, kwargs: Any = None, *,
                  client: Optional[fluxon.Client] = None):
         extra = dict(getattr(storage_config, "extra_config", None) or {})
-        if storage_config is not None and storage_config.should_split_heads:
+        if getattr(storage_config, "should_split_heads", False):
             raise ValueError("FluxonHiCacheStorage: heterogeneous TP (tp_lcm_size) is not "
                              "supported")
         self.storage_config = storage_config
@@ -167,7 +167,9 @@ class FluxonHiCacheStorage(HiCacheStorage):
         mla = bool(getattr(storage_config, "is_mla_model", False))
         self._parts = (["_k"] if mla else ["_k", "_v"]) if self._v1 else [""]
         # Keys this backend stored, for clear() (guarded by _lock: SGLang's
-        # prefetch and backup threads call in concurrently).
+        # prefetch and backup threads call in concurrently). A key found absent
+        # again (evicted) leaves it at its next backup, so it holds about what
+        # the cluster keeps of this backend's, not every key ever stored.
         self._lock = threading.Lock()
         self._stored = set()
 
@@ -289,6 +291,8 @@ class FluxonHiCacheStorage(HiCacheStorage):
             present = self.client.batch_exists(objs)
             todo = [i for i, p in enumerate(present) if not p]
             codes = [0] * len(objs)
+            with self._lock:
+                self._stored.difference_update(objs[i] for i in todo)
             if todo:
                 keys = [objs[i] for i in todo]
                 if sizes is None:
