@@ -29,10 +29,7 @@
 
 struct ssd_shard;
 
-/* The persist guard of ssd.h, embedded in its entry (one write, one guard). */
-struct ssd_guard {
-    struct ssd_store *store;
-};
+#include "owner/ssd/engine.h"
 
 typedef struct ssd_entry {
     ring_entry re;             /* state and pins guarded by the shard lock */
@@ -43,7 +40,7 @@ typedef struct ssd_entry {
     uint64_t len;              /* real payload length; re.aligned_len is the IO length */
     uint64_t checksum;         /* XXH3_64bits of the len payload bytes */
     bool indexed;              /* in the index now; guarded by the index lock */
-    struct ssd_guard guard;
+    struct ssd_guard guard;    /* the persist guard of ssd.h (one write, one guard) */
     struct ssd_entry *evict_next; /* the writer's list of just-evicted records */
     bool report;               /* evicted while indexed: goes to the eviction queue */
     UT_hash_handle hh;         /* guarded by the index lock */

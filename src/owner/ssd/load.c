@@ -23,7 +23,7 @@
 /* ---- read path ---------------------------------------------------------- */
 
 /* Removes e from the index (a failed check of a read that holds its pin). */
-static void drop_entry(ssd_store *s, ssd_entry *e)
+static void drop_entry(native_store *s, ssd_entry *e)
 {
     pthread_mutex_lock(&s->index_lock);
     index_remove(&s->ix, e);
@@ -33,7 +33,7 @@ static void drop_entry(ssd_store *s, ssd_entry *e)
 /* Looks up (key, pid) and pins its committed record. SSD_OK with *out,
  * *begin and *off set; SSD_ENOTFOUND, SSD_EINVAL (length differs) or
  * SSD_ENOMEM otherwise. */
-static int lookup_pin(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint64_t len,
+static int lookup_pin(native_store *s, const void *key, size_t klen, ssd_put_id pid, uint64_t len,
                       ssd_entry **out, uint64_t *begin, uint64_t *off)
 {
     uint8_t kbuf[256];
@@ -73,7 +73,7 @@ static void unpin_read(ssd_entry *e)
 }
 
 /* The post-IO re-check: is the begin captured at pin time behind the tail? */
-static bool went_stale(ssd_store *s, ssd_entry *e, uint64_t begin)
+static bool went_stale(native_store *s, ssd_entry *e, uint64_t begin)
 {
     ssd_shard *sh = e->shard;
     pthread_mutex_lock(&sh->lock);
@@ -143,7 +143,7 @@ static void pipe_fill_locked(load_pipe *p)
 /* Makes pieces [0, prepared) submittable (and submits what the window
  * allows), or, when the load failed, retracts the prepared pieces that have
  * not gone out. Returns how many pieces went out in all. */
-static uint64_t pipe_kick(ssd_store *s, load_pipe *p, uint64_t prepared, bool failed)
+static uint64_t pipe_kick(native_store *s, load_pipe *p, uint64_t prepared, bool failed)
 {
     pthread_mutex_lock(&p->w.lock);
     if (!failed) {
@@ -229,7 +229,7 @@ static void pipe_io_done(uring_req *req)
  * address, the file offset and the read length are 512-aligned and capacity
  * covers the read, else into an aligned scratch buffer. The last piece reads
  * up to the entry's aligned end. Not submitted yet. */
-static int piece_prepare(ssd_store *s, ssd_entry *e, load_pipe *p, io_slot *sl, uint8_t *addr,
+static int piece_prepare(native_store *s, ssd_entry *e, load_pipe *p, io_slot *sl, uint8_t *addr,
                          uint64_t capacity, uint64_t foff, uint64_t o, uint64_t n, bool last)
 {
     ssd_shard *sh = e->shard;
@@ -265,7 +265,7 @@ static int piece_prepare(ssd_store *s, ssd_entry *e, load_pipe *p, io_slot *sl, 
  * and streams the checksum over the bytes in addr in offset order.
  * The pin is released after the last piece was pushed. Returns the status;
  * pushes nothing final (the caller does). */
-static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint8_t *addr,
+static int load(native_store *s, const void *key, size_t klen, ssd_put_id pid, uint8_t *addr,
                 uint64_t len, uint64_t capacity, uint64_t chunk, unsigned inflight,
                 ssd_chunk_queue *q, uint64_t *delivered)
 {
@@ -346,11 +346,10 @@ static int load(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, uint
     return rc;
 }
 
-int ssd_load_into_addr(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, void *addr,
-                       uint64_t len, uint64_t capacity)
+int native_load_into_addr(ssd_store *base, const void *key, size_t klen, ssd_put_id pid,
+                          void *addr, uint64_t len, uint64_t capacity)
 {
-    if (!s || (!key && klen) || (!addr && len) || capacity < len)
-        return SSD_EINVAL;
+    native_store *s = native_of(base);
     if (!op_enter(s))
         return SSD_ECLOSED;
     uint64_t delivered = 0;
@@ -360,33 +359,24 @@ int ssd_load_into_addr(ssd_store *s, const void *key, size_t klen, ssd_put_id pi
     return rc;
 }
 
-int ssd_load_into_addr_chunks(ssd_store *s, const void *key, size_t klen, ssd_put_id pid,
-                              void *addr, uint64_t len, uint64_t capacity, uint64_t chunk_bytes,
-                              unsigned max_inflight, ssd_chunk_queue *q)
+int native_load_into_addr_chunks(ssd_store *base, const void *key, size_t klen, ssd_put_id pid,
+                                 void *addr, uint64_t len, uint64_t capacity,
+                                 uint64_t chunk_bytes, unsigned max_inflight,
+                                 ssd_chunk_queue *q, uint64_t *delivered)
 {
-    if (!q)
-        return SSD_EINVAL;
-    uint64_t delivered = 0;
-    int rc;
-    if (!s || (!key && klen) || (!addr && len) || capacity < len) {
-        rc = SSD_EINVAL;
-    } else if (!op_enter(s)) {
-        rc = SSD_ECLOSED;
-    } else {
-        if (chunk_bytes == 0)
-            chunk_bytes = DEFAULT_CHUNK;
-        if (chunk_bytes > MAX_CHUNK)
-            chunk_bytes = MAX_CHUNK;
-        if (max_inflight == 0)
-            max_inflight = DEFAULT_INFLIGHT;
-        if (max_inflight > MAX_INFLIGHT)
-            max_inflight = MAX_INFLIGHT;
-        rc = load(s, key, klen, pid, addr, len, capacity, chunk_bytes, max_inflight, q,
-                  &delivered);
-        op_exit(s);
-    }
-    ssd_chunk_queue_push(q, (ssd_chunk){.offset = delivered, .len = 0, .last = true,
-                                        .status = rc});
+    native_store *s = native_of(base);
+    if (!op_enter(s))
+        return SSD_ECLOSED;
+    if (chunk_bytes == 0)
+        chunk_bytes = DEFAULT_CHUNK;
+    if (chunk_bytes > MAX_CHUNK)
+        chunk_bytes = MAX_CHUNK;
+    if (max_inflight == 0)
+        max_inflight = DEFAULT_INFLIGHT;
+    if (max_inflight > MAX_INFLIGHT)
+        max_inflight = MAX_INFLIGHT;
+    int rc = load(s, key, klen, pid, addr, len, capacity, chunk_bytes, max_inflight, q,
+                  delivered);
+    op_exit(s);
     return rc;
 }
-

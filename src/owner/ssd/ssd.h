@@ -54,16 +54,32 @@ typedef struct ssd_put_id {
     uint32_t version;
 } ssd_put_id;
 
+/* Which engine keeps the values (owner YAML ssd_backend): the native io_uring
+ * ring, or RocksDB (blob files, direct IO) for the ablation of spec 000
+ * §8.4.1, available when the build found librocksdb (ssd_backend_available). */
+typedef enum ssd_backend {
+    SSD_BACKEND_NATIVE = 0,
+    SSD_BACKEND_ROCKSDB = 1,
+} ssd_backend;
+
+/* "native" / "rocksdb". */
+const char *ssd_backend_name(ssd_backend b);
+/* Parses a name of ssd_backend_name; false for anything else. */
+bool ssd_backend_parse(const char *name, ssd_backend *out);
+/* Whether this build has the engine (native: always). */
+bool ssd_backend_available(ssd_backend b);
+
 typedef struct ssd_config {
+    ssd_backend backend;       /* 0: native */
     const char *cluster_name;  /* root name component, required */
     const char *instance;      /* the owner instance, required, no '/' */
     const char *const *paths;  /* large_file_paths */
     const uint64_t *limits;    /* large_limit_size, same length, each >= 512 */
     size_t n_paths;
     size_t n_limits;           /* must equal n_paths */
-    unsigned shards_per_device; /* 0: 4 */
-    unsigned io_depth;          /* 0: 32 */
-    bool iovec_mode;            /* IORING_OP_READV/WRITEV instead of READ/WRITE */
+    unsigned shards_per_device; /* 0: 4 (native only) */
+    unsigned io_depth;          /* 0: 32 (native only) */
+    bool iovec_mode;            /* IORING_OP_READV/WRITEV instead of READ/WRITE (native only) */
     size_t eviction_queue_cap;  /* 0: 65536 */
 } ssd_config;
 

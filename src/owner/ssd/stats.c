@@ -1,5 +1,5 @@
 /*
- * stats.c - ssd_get_stats: the SSD store's counters (relaxed atomics that the
+ * stats.c - the native engine's ssd_get_stats: its counters (relaxed atomics that the
  * write and read paths bump, store_internal.h) and what each device holds
  * (its shards' rings, read under each shard lock in turn), with the number of
  * indexed entries (under the index lock).
@@ -14,11 +14,9 @@ static uint64_t load_counter(_Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-void ssd_get_stats(ssd_store *s, ssd_stats *out)
+void native_get_stats(ssd_store *base, ssd_stats *out)
 {
-    memset(out, 0, sizeof *out);
-    if (!s)
-        return;
+    native_store *s = native_of(base);
     pthread_mutex_lock(&s->index_lock);
     out->entries = index_count(&s->ix);
     pthread_mutex_unlock(&s->index_lock);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/bulk_hash.h"
+#include "owner/ssd/evict_queue.h"
 #include "owner/ssd/index.h"
 #include "owner/ssd/ring.h"
 #include "owner/ssd/root.h"
@@ -31,7 +32,6 @@
 #define MAX_SHARDS 1024u
 #define DEFAULT_IO_DEPTH 32u
 #define MAX_IO_DEPTH 4096u
-#define DEFAULT_EVQ_CAP 65536u
 #define ENTRY_OF(g) ((ssd_entry *)((char *)(g)-offsetof(ssd_entry, guard)))
 
 /* ---- IO: a request per piece, the caller waits -------------------------- */
@@ -43,7 +43,7 @@
  * pool, so a write never holds more than WRITE_INFLIGHT pieces of memory,
  * however large the value. Returns SSD_OK only when every piece transferred
  * exactly its length, else SSD_EIO or SSD_ENOMEM (after all its IO ended). */
-static int write_value(ssd_store *s, ssd_device *d, int fd, const uint8_t *src, uint64_t len,
+static int write_value(native_store *s, ssd_device *d, int fd, const uint8_t *src, uint64_t len,
                        uint64_t alen, uint64_t off, uint64_t *sum)
 {
     uint64_t n = (alen + WRITE_PIECE - 1) / WRITE_PIECE, sub = 0, done = 0;
@@ -121,27 +121,27 @@ static void collect_evicted(ring_entry *re, void *ud)
     l->tailp = &e->evict_next;
 }
 
-/* Appends an eviction (taking the key) or drops it when the queue is full. */
-static bool evq_push_locked(ssd_store *s, ssd_entry *e);
-
 /* Unindexes the records the tail passed, reports those that were indexed, and
  * frees them. No lock held. */
-static void release_evicted(ssd_store *s, ssd_entry *list)
+static void release_evicted(native_store *s, ssd_entry *list)
 {
     pthread_mutex_lock(&s->index_lock);
     for (ssd_entry *e = list; e; e = e->evict_next)
         e->report = index_remove(&s->ix, e);
     pthread_mutex_unlock(&s->index_lock);
 
-    pthread_mutex_lock(&s->evq_lock);
     for (ssd_entry *e = list; e; e = e->evict_next) {
         if (!e->report)
             continue;
         count(&s->evictions);
-        if (!evq_push_locked(s, e))
+        /* The key bytes lead the hash key, which is no longer in the index: the
+         * put_id bytes after them make room for the terminating NUL. */
+        e->hkey[e->klen] = '\0';
+        if (evict_queue_push(&s->evq, (char *)e->hkey, e->klen, e->pid))
+            e->hkey = NULL;
+        else
             count(&s->evictions_dropped);
     }
-    pthread_mutex_unlock(&s->evq_lock);
 
     while (list) {
         ssd_entry *next = list->evict_next;
@@ -150,42 +150,11 @@ static void release_evicted(ssd_store *s, ssd_entry *list)
     }
 }
 
-/* The eviction queue; evq_lock held. */
-static bool evq_push_locked(ssd_store *s, ssd_entry *e)
-{
-    if (s->evq_count == s->evq_alloc) {
-        if (s->evq_alloc >= s->evq_cap)
-            return false;
-        size_t na = s->evq_alloc ? s->evq_alloc * 2 : 1024;
-        if (na > s->evq_cap)
-            na = s->evq_cap;
-        ssd_eviction *q = malloc(na * sizeof *q);
-        if (!q)
-            return false;
-        for (size_t i = 0; i < s->evq_count; i++)
-            q[i] = s->evq[(s->evq_head + i) % s->evq_alloc];
-        free(s->evq);
-        s->evq = q;
-        s->evq_alloc = na;
-        s->evq_head = 0;
-    }
-    ssd_eviction *v = &s->evq[(s->evq_head + s->evq_count) % s->evq_alloc];
-    /* The key bytes lead the hash key, which is no longer in the index: the
-     * put_id bytes after them make room for the terminating NUL. */
-    e->hkey[e->klen] = '\0';
-    v->key = (char *)e->hkey;
-    v->klen = e->klen;
-    v->pid = e->pid;
-    e->hkey = NULL;
-    s->evq_count++;
-    return true;
-}
-
 /* ---- write path --------------------------------------------------------- */
 
 /* Places e in sh, waiting while the ring is blocked by busy entries. Returns
  * SSD_OK with *off set, SSD_ECLOSED, SSD_E2BIG or SSD_EINVAL. */
-static int reserve(ssd_store *s, ssd_shard *sh, ssd_entry *e, uint64_t *off)
+static int reserve(native_store *s, ssd_shard *sh, ssd_entry *e, uint64_t *off)
 {
     int rc;
     pthread_mutex_lock(&sh->lock);
@@ -216,7 +185,7 @@ static int reserve(ssd_store *s, ssd_shard *sh, ssd_entry *e, uint64_t *off)
 }
 
 /* The next device (round-robin) whose shards can hold alen bytes. */
-static ssd_device *pick_device(ssd_store *s, uint64_t alen)
+static ssd_device *pick_device(native_store *s, uint64_t alen)
 {
     unsigned start = atomic_fetch_add_explicit(&s->next_dev, 1, memory_order_relaxed);
     for (size_t i = 0; i < s->n_devs; i++) {
@@ -227,13 +196,10 @@ static ssd_device *pick_device(ssd_store *s, uint64_t alen)
     return NULL;
 }
 
-int ssd_write(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, const void *src,
-              uint64_t len, ssd_guard **guard)
+int native_write(ssd_store *base, const void *key, size_t klen, ssd_put_id pid, const void *src,
+                 uint64_t len, ssd_guard **guard)
 {
-    if (guard)
-        *guard = NULL;
-    if (!s || (!key && klen) || (!src && len))
-        return SSD_EINVAL;
+    native_store *s = native_of(base);
     if (!op_enter(s))
         return SSD_ECLOSED;
     int rc;
@@ -259,7 +225,7 @@ int ssd_write(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, const 
     }
     e->klen = klen;
     e->pid = pid;
-    e->guard.store = s;
+    e->guard.engine = &native_engine;
     e->len = len;
     e->shard = sh;
     e->re.aligned_len = alen;
@@ -301,10 +267,8 @@ out:
     return rc;
 }
 
-void ssd_guard_release(ssd_guard *g)
+void native_guard_release(ssd_guard *g)
 {
-    if (!g)
-        return;
     ssd_entry *e = ENTRY_OF(g);
     ssd_shard *sh = e->shard;
     pthread_mutex_lock(&sh->lock);
@@ -315,20 +279,9 @@ void ssd_guard_release(ssd_guard *g)
 
 /* ---- evictions ---------------------------------------------------------- */
 
-size_t ssd_pop_evictions(ssd_store *s, ssd_eviction *out, size_t cap)
+size_t native_pop_evictions(ssd_store *base, ssd_eviction *out, size_t cap)
 {
-    if (!s || !out)
-        return 0;
-    pthread_mutex_lock(&s->evq_lock);
-    size_t n = s->evq_count < cap ? s->evq_count : cap;
-    for (size_t i = 0; i < n; i++)
-        out[i] = s->evq[(s->evq_head + i) % s->evq_alloc];
-    if (n) {
-        s->evq_head = (s->evq_head + n) % s->evq_alloc;
-        s->evq_count -= n;
-    }
-    pthread_mutex_unlock(&s->evq_lock);
-    return n;
+    return evict_queue_pop(&native_of(base)->evq, out, cap);
 }
 
 /* ---- open and close ----------------------------------------------------- */
@@ -450,57 +403,9 @@ static void device_close(ssd_device *d)
     d->n_shards = 0;
 }
 
-static bool has_slash(const char *s)
-{
-    return strchr(s, '/') != NULL;
-}
-
-/* Checks everything that does not need the file system. */
+/* What only this engine reads (engine.c checked the rest). */
 static int config_check(const ssd_config *cfg, char *err, size_t errlen)
 {
-    if (!cfg) {
-        snprintf(err, errlen, "config: missing");
-        return SSD_EINVAL;
-    }
-    if (!cfg->cluster_name || !*cfg->cluster_name) {
-        snprintf(err, errlen, "cluster_name: missing");
-        return SSD_EINVAL;
-    }
-    if (has_slash(cfg->cluster_name)) {
-        snprintf(err, errlen, "cluster_name: \"%s\" must not contain '/'", cfg->cluster_name);
-        return SSD_EINVAL;
-    }
-    if (!cfg->instance || !*cfg->instance) {
-        snprintf(err, errlen, "instance: missing");
-        return SSD_EINVAL;
-    }
-    if (has_slash(cfg->instance) || !strcmp(cfg->instance, ".") ||
-        !strcmp(cfg->instance, "..")) {
-        snprintf(err, errlen, "instance: \"%s\" is not a valid directory name", cfg->instance);
-        return SSD_EINVAL;
-    }
-    if (cfg->n_paths == 0 || !cfg->paths) {
-        snprintf(err, errlen, "large_file_paths: empty (the SSD tier needs at least one path)");
-        return SSD_EINVAL;
-    }
-    if (cfg->n_limits != cfg->n_paths || !cfg->limits) {
-        snprintf(err, errlen,
-                 "large_limit_size: %zu entries for %zu large_file_paths (lengths must match)",
-                 cfg->limits ? cfg->n_limits : (size_t)0, cfg->n_paths);
-        return SSD_EINVAL;
-    }
-    for (size_t i = 0; i < cfg->n_paths; i++) {
-        if (!cfg->paths[i] || !*cfg->paths[i]) {
-            snprintf(err, errlen, "large_file_paths[%zu]: empty", i);
-            return SSD_EINVAL;
-        }
-        if (cfg->limits[i] < SSD_ALIGN) {
-            snprintf(err, errlen,
-                     "large_limit_size[%zu]: %llu bytes is under the %u-byte minimum", i,
-                     (unsigned long long)cfg->limits[i], SSD_ALIGN);
-            return SSD_EINVAL;
-        }
-    }
     if (cfg->shards_per_device > MAX_SHARDS) {
         snprintf(err, errlen, "shards_per_device: %u is over the maximum of %u",
                  cfg->shards_per_device, MAX_SHARDS);
@@ -514,33 +419,22 @@ static int config_check(const ssd_config *cfg, char *err, size_t errlen)
     return SSD_OK;
 }
 
-int ssd_open(const ssd_config *cfg, ssd_store **out, char *err, size_t errlen)
+int native_open(const ssd_config *cfg, ssd_store **out, char *err, size_t errlen)
 {
-    char dummy[1];
-    if (!err || errlen == 0) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    err[0] = '\0';
-    if (!out) {
-        snprintf(err, errlen, "out: missing");
-        return SSD_EINVAL;
-    }
-    *out = NULL;
     int rc = config_check(cfg, err, errlen);
     if (rc != SSD_OK)
         return rc;
-    ssd_store *s = calloc(1, sizeof *s);
+    native_store *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return SSD_ENOMEM;
     }
     pthread_mutex_init(&s->index_lock, NULL);
-    pthread_mutex_init(&s->evq_lock, NULL);
     pthread_mutex_init(&s->pool.lock, NULL);
     pthread_mutex_init(&s->close_lock, NULL);
     pthread_cond_init(&s->close_cv, NULL);
-    s->evq_cap = cfg->eviction_queue_cap ? cfg->eviction_queue_cap : DEFAULT_EVQ_CAP;
+    s->base.engine = &native_engine;
+    evict_queue_init(&s->evq, cfg->eviction_queue_cap);
 
     int r = root_set_open(cfg->cluster_name, cfg->instance, cfg->paths, cfg->limits,
                           cfg->n_paths, &s->roots, &s->n_roots, err, errlen);
@@ -565,17 +459,16 @@ int ssd_open(const ssd_config *cfg, ssd_store **out, char *err, size_t errlen)
         if (s->devs[i].shard_bytes > s->max_shard_bytes)
             s->max_shard_bytes = s->devs[i].shard_bytes;
     }
-    *out = s;
+    *out = &s->base;
     return SSD_OK;
 fail:
-    ssd_close(s);
+    native_close(&s->base);
     return rc;
 }
 
-void ssd_close(ssd_store *s)
+void native_close(ssd_store *base)
 {
-    if (!s)
-        return;
+    native_store *s = native_of(base);
     atomic_store(&s->closing, 1);
     for (size_t i = 0; i < s->n_devs; i++) {
         ssd_device *d = &s->devs[i];
@@ -595,25 +488,35 @@ void ssd_close(ssd_store *s)
         device_close(&s->devs[i]);
     free(s->devs);
     root_set_close(s->roots, s->n_roots);
-    for (size_t i = 0; i < s->evq_count; i++)
-        free(s->evq[(s->evq_head + i) % s->evq_alloc].key);
-    free(s->evq);
+    evict_queue_destroy(&s->evq);
     ssd_buf_pool_destroy(&s->pool);
     pthread_cond_destroy(&s->close_cv);
     pthread_mutex_destroy(&s->close_lock);
-    pthread_mutex_destroy(&s->evq_lock);
     pthread_mutex_destroy(&s->index_lock);
     free(s);
 }
 
 #ifdef FX_FAILPOINTS
-uring_engine *ssd_test_engine(ssd_store *s, size_t device)
+uring_engine *ssd_test_engine(ssd_store *base, size_t device)
 {
+    native_store *s = base && base->engine == &native_engine ? native_of(base) : NULL;
     return s && device < s->n_devs ? s->devs[device].eng : NULL;
 }
 
-void ssd_test_stale_next_reads(ssd_store *s, unsigned n)
+void ssd_test_stale_next_reads(ssd_store *base, unsigned n)
 {
-    atomic_store(&s->fp_stale, n);
+    if (base && base->engine == &native_engine)
+        atomic_store(&native_of(base)->fp_stale, n);
 }
 #endif
+
+const ssd_engine native_engine = {
+    .name = "native",
+    .write = native_write,
+    .guard_release = native_guard_release,
+    .load = native_load_into_addr,
+    .load_chunks = native_load_into_addr_chunks,
+    .pop_evictions = native_pop_evictions,
+    .get_stats = native_get_stats,
+    .close = native_close,
+};

@@ -45,6 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "owner/ssd/engine.h"
+#include "owner/ssd/evict_queue.h"
 #include "owner/ssd/index.h"
 #include "owner/ssd/ring.h"
 #include "owner/ssd/root.h"
@@ -110,7 +112,9 @@ typedef struct buf_pool {
     uint64_t cached;
 } buf_pool;
 
-struct ssd_store {
+/* The native engine's store; base first (engine.h). */
+typedef struct native_store {
+    ssd_store base;
     ssd_root *roots;
     size_t n_roots;
     ssd_device *devs;
@@ -121,9 +125,7 @@ struct ssd_store {
     pthread_mutex_t index_lock; /* guards ix; taken before any shard lock */
     ssd_index ix;
 
-    pthread_mutex_t evq_lock; /* guards the eviction queue (a leaf lock) */
-    ssd_eviction *evq;        /* circular, evq_alloc slots, grows up to evq_cap */
-    size_t evq_alloc, evq_cap, evq_head, evq_count;
+    evict_queue evq;
 
     buf_pool pool;
 
@@ -140,7 +142,28 @@ struct ssd_store {
 #ifdef FX_FAILPOINTS
     atomic_uint fp_stale;
 #endif
-};
+} native_store;
+
+extern const ssd_engine native_engine;
+
+/* Its calls of the engine table (engine.h): store.c, load.c, stats.c. */
+int native_write(ssd_store *s, const void *key, size_t klen, ssd_put_id pid, const void *src,
+                 uint64_t len, ssd_guard **guard);
+void native_guard_release(ssd_guard *g);
+int native_load_into_addr(ssd_store *s, const void *key, size_t klen, ssd_put_id pid,
+                          void *addr, uint64_t len, uint64_t capacity);
+int native_load_into_addr_chunks(ssd_store *s, const void *key, size_t klen, ssd_put_id pid,
+                                 void *addr, uint64_t len, uint64_t capacity,
+                                 uint64_t chunk_bytes, unsigned max_inflight,
+                                 ssd_chunk_queue *q, uint64_t *delivered);
+size_t native_pop_evictions(ssd_store *s, ssd_eviction *out, size_t cap);
+void native_get_stats(ssd_store *s, ssd_stats *out);
+void native_close(ssd_store *s);
+
+static inline native_store *native_of(ssd_store *s)
+{
+    return (native_store *)s;
+}
 
 /* ---- counters (static inline: they stay on the hot paths of each file) --- */
 
@@ -150,14 +173,14 @@ static inline void count(_Atomic uint64_t *c)
 }
 
 /* Remembers why an IO failed: its negative errno, or EIO for a short one. */
-static inline void note_io_error(ssd_store *s, int res)
+static inline void note_io_error(native_store *s, int res)
 {
     atomic_store_explicit(&s->last_io_errno, res < 0 ? -res : EIO, memory_order_relaxed);
 }
 
 /* ---- operations vs close ------------------------------------------------ */
 
-static inline bool op_enter(ssd_store *s)
+static inline bool op_enter(native_store *s)
 {
     atomic_fetch_add(&s->active, 1);
     if (!atomic_load(&s->closing))
@@ -170,7 +193,7 @@ static inline bool op_enter(ssd_store *s)
     return false;
 }
 
-static inline void op_exit(ssd_store *s)
+static inline void op_exit(native_store *s)
 {
     /* Both sides use seq_cst: either close sees active == 0, or this sees
      * closing and wakes it (under the lock close re-checks active with). */
